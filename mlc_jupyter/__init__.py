@@ -1,0 +1,36 @@
+"""mlc_jupyter: a Jupyter-native workbench for machine-learning compilation with Apache TVM.
+
+``%load_ext mlc_jupyter`` registers the magics without importing TVM; TVM loads on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+__all__ = ["load_ipython_extension", "parse_relax", "parse_tir", "unload_ipython_extension"]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Called by ``%load_ext mlc_jupyter``: register every magic and display formatter."""
+    from .magics import register_all
+
+    register_all(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """Nothing to undo beyond what IPython does itself."""
+
+
+def parse_tir(source: str, namespace: dict[str, Any] | None = None) -> Any:
+    """Parse TensorIR TVMScript text (course or 0.27 spelling); return its last definition."""
+    from .cells import parse_script
+
+    return parse_script(source, namespace, kind="tir", first_line=1).value
+
+
+def parse_relax(source: str, namespace: dict[str, Any] | None = None) -> Any:
+    """Parse Relax TVMScript text (course or 0.27 spelling); return its last definition."""
+    from .cells import parse_script
+
+    return parse_script(source, namespace, kind="relax", first_line=1).value

@@ -1,0 +1,243 @@
+"""Cell text -> TVM objects, with every error placed at the line and column the user typed.
+
+TVMScript decorators read their function's source through ``inspect``/``linecache``, so the cell is
+registered in ``linecache`` under a fake file name and executed as a module of its own registered in
+``sys.modules`` (the parser looks it up by ``__name__``). Nothing is written to the user's namespace
+here: the caller binds ``ParsedCell.objects`` only after the whole cell has succeeded.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import linecache
+import re
+import sys
+import time
+import traceback
+import types
+import warnings
+from typing import Any
+
+from .. import tvm_compat
+from ..dialect import Translation, translate
+from ..errors import CellError, TVMScriptError
+from ..results import ParsedCell
+from .checks import check_loop_extents
+
+_counter = itertools.count(1)
+_LOCATION = re.compile(r"-->\s*(?P<file><[^>]+>):(?P<line>\d+):(?P<col>\d+)")
+_CARETS = re.compile(r"\^+")
+
+KINDS = ("tir", "relax")
+
+
+def parse_script(
+    source: str,
+    namespace: dict[str, Any] | None = None,
+    *,
+    kind: str = "tir",
+    first_line: int = 2,
+    cell_name: str = "cell",
+) -> ParsedCell:
+    """Parse a cell of TVMScript (course or TVM 0.27 spelling) into TVM objects.
+
+    Parameters
+    ----------
+    source
+        The cell body: ``@I.ir_module`` classes, ``@T.prim_func`` / ``@R.function`` functions,
+        imports and plain Python statements.
+    namespace
+        Names the script may use (the notebook's namespace); it is read, never written.
+    kind
+        ``"tir"`` or ``"relax"``; only used in messages.
+    first_line
+        The cell line of ``source``'s first line (2 when a ``%%tir`` line precedes it).
+
+    Raises
+    ------
+    TVMScriptError
+        For a syntax, name, type or well-formedness error, located in the cell as typed.
+    LoopExtentError
+        For a loop whose extent differs from the block iterator's domain (the book's check).
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+    started = time.perf_counter()
+    translation = translate(source)
+    number = next(_counter)
+    filename = f"<mlc-cell-{number}>"
+    located = _Locator(translation, filename, first_line, cell_name)
+
+    try:
+        code = compile(translation.source, filename, "exec", dont_inherit=True)
+        tree = ast.parse(translation.source, filename)
+    except SyntaxError as err:
+        raise located.error(
+            f"invalid syntax: {err.msg}",
+            err.lineno or 1,
+            err.offset or 1,
+            hint="fix the Python syntax on this line",
+        ) from None
+
+    module = _cell_module(number, namespace)
+    linecache.cache[filename] = (
+        len(translation.source),
+        None,
+        translation.source.splitlines(True),
+        filename,
+    )
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            exec(code, module.__dict__)  # noqa: S102 - running the user's own cell is the point
+    except BaseException as err:  # noqa: BLE001 - every failure is reported at its cell line
+        if isinstance(err, KeyboardInterrupt):
+            raise
+        raise located.from_exception(err, kind) from None
+    finally:
+        sys.modules.pop(module.__name__, None)
+
+    names = _defined_names(tree)
+    objects = {name: module.__dict__[name] for name in names if name in module.__dict__}
+    for name, obj in objects.items():
+        check_loop_extents(obj, name, located)
+    messages = tuple(
+        dict.fromkeys(str(w.message) for w in caught if not _is_known_deprecation(w.message))
+    )
+    return ParsedCell(
+        kind=kind,
+        objects=objects,
+        source=source,
+        translated=translation.source,
+        translations=translation.applied,
+        parse_seconds=time.perf_counter() - started,
+        warnings=messages,
+    )
+
+
+def _cell_module(number: int, namespace: dict[str, Any] | None) -> types.ModuleType:
+    module = types.ModuleType(f"__mlc_cell_{number}__")
+    scope = module.__dict__
+    if namespace:
+        scope.update({k: v for k, v in namespace.items() if not k.startswith("__")})
+    scope.update(tvm_compat.script_namespaces())
+    scope["__name__"] = module.__name__
+    sys.modules[module.__name__] = module
+    return module
+
+
+def _defined_names(tree: ast.Module) -> list[str]:
+    """Top-level names a cell defines: classes, functions and simple assignments, in order."""
+    names: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            names.append(node.name)
+        elif isinstance(node, ast.Assign):
+            names.extend(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign) and isinstance(node.target, ast.Name):
+            names.append(node.target.id)
+    return list(dict.fromkeys(names))
+
+
+def _is_known_deprecation(message: Warning | str) -> bool:
+    return "is deprecated" in str(message)
+
+
+class _Locator:
+    """Turns positions in the translated text into errors at the cell's own line and column."""
+
+    def __init__(
+        self, translation: Translation, filename: str, first_line: int, cell_name: str
+    ) -> None:
+        self.translation = translation
+        self.filename = filename
+        self.first_line = first_line
+        self.cell_name = cell_name
+
+    def error(
+        self,
+        message: str,
+        line: int,
+        column: int,
+        *,
+        hint: str = "",
+        span: int = 1,
+        cls: type[CellError] = TVMScriptError,
+    ) -> CellError:
+        """An error at ``line``/``column`` of the translated source (1-based)."""
+        col = self.translation.original_column(line, column)
+        return cls(
+            message,
+            line=line + self.first_line - 1,
+            column=col,
+            source_line=self.translation.original_line(line),
+            hint=hint,
+            cell_name=self.cell_name,
+            span=span,
+        )
+
+    def from_exception(self, err: BaseException, kind: str) -> CellError:
+        """Locate a failure raised while the cell ran (TVM diagnostics or Python errors)."""
+        text = str(err)
+        found = _LOCATION.search(text)
+        if found and found.group("file") == self.filename:
+            message = text.split("\n", 1)[0].removeprefix("error: ").strip()
+            tail = text[found.end() :].rstrip().splitlines()
+            carets = _CARETS.search(tail[-1]) if tail else None
+            span = len(carets.group(0)) if carets else 1
+            line, column = int(found.group("line")), int(found.group("col"))
+            column, span = _narrow_to_name(message, self.translation, line, column, span)
+            return self.error(
+                _shorten(message), line, column, hint=_hint_for(message, kind), span=span
+            )
+        frame = _last_cell_frame(err, self.filename)
+        message = f"{type(err).__name__}: {_shorten(text)}" if text else type(err).__name__
+        if frame is None:
+            return self.error(message, 1, 1, hint=_hint_for(text, kind))
+        line, column, span = frame
+        return self.error(message, line, column, hint=_hint_for(text, kind), span=span)
+
+
+def _last_cell_frame(err: BaseException, filename: str) -> tuple[int, int, int] | None:
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename == filename]
+    if not frames:
+        return None
+    frame = frames[-1]
+    column = (getattr(frame, "colno", None) or 0) + 1
+    end = getattr(frame, "end_colno", None)
+    span = (end + 1 - column) if end and frame.lineno == getattr(frame, "end_lineno", None) else 1
+    return frame.lineno or 1, column, max(1, span)
+
+
+def _narrow_to_name(
+    message: str, translation: Translation, line: int, column: int, span: int
+) -> tuple[int, int]:
+    """Point an "Undefined variable: x" caret at ``x`` itself rather than the whole expression."""
+    name = re.search(r"Undefined variable: (\w+)", message)
+    text = translation.source.splitlines()[line - 1] if name else ""
+    if name:
+        found = re.compile(r"\b" + re.escape(name.group(1)) + r"\b").search(text, column - 1)
+        if found and found.start() < column - 1 + span:
+            return found.start() + 1, len(name.group(1))
+    return column, span
+
+
+def _shorten(message: str) -> str:
+    """Drop C++ check prefixes and keep the first line of a long TVM message."""
+    message = message.strip().splitlines()[0] if message.strip() else message
+    message = re.sub(r"^Check failed: .*? : ", "", message)
+    return message
+
+
+def _hint_for(message: str, kind: str) -> str:
+    if "Undefined variable" in message or "is not defined" in message:
+        return "define the name earlier in the cell or in a previous cell (the notebook's names are visible)"
+    if "has no attribute" in message and ("tirx" in message or "relax" in message):
+        dialect = "T (tirx)" if "tirx" in message else "R (relax)"
+        return f"this name does not exist in {dialect}; check the spelling against TVMScript"
+    if "Too many indices" in message or "shape" in message.lower():
+        return "check the buffer's declared shape against how it is indexed"
+    if "not well-formed" in message:
+        return "the module parses but is malformed; check block iterators and buffer accesses"
+    return f"fix the TVMScript on this line; the cell was not bound (%%{kind})"

@@ -1,0 +1,27 @@
+"""Defaults a user can change: where caches live, the default target.
+
+The cache folder is ``$MLC_JUPYTER_CACHE`` if set, else ``$XDG_CACHE_HOME/mlc_jupyter``, else
+``~/.cache/mlc_jupyter``. Builds go to ``<cache>/builds``, tuning work dirs to ``<cache>/tune``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    """The root of every cache this package writes."""
+    explicit = os.environ.get("MLC_JUPYTER_CACHE")
+    if explicit:
+        root = Path(explicit)
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        root = Path(base) / "mlc_jupyter"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def default_target() -> str:
+    """The target used when a magic gets no ``--target`` (``$MLC_JUPYTER_TARGET`` or ``llvm``)."""
+    return os.environ.get("MLC_JUPYTER_TARGET", "llvm")

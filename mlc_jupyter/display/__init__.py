@@ -1,0 +1,1 @@
+"""Results -> rich output: HTML with inline styles plus a text/plain fallback."""

@@ -1,0 +1,18 @@
+"""The IPython layer: thin magics over the services.
+
+Each module named in :data:`MAGIC_MODULES` defines a ``Magics`` subclass and ``register(ipython)``.
+None of them imports ``tvm`` at import time, so ``%load_ext mlc_jupyter`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+MAGIC_MODULES: tuple[str, ...] = ("cells",)
+
+
+def register_all(ipython: Any) -> None:
+    """Register every magic of the package with ``ipython``."""
+    for name in MAGIC_MODULES:
+        importlib.import_module(f"{__name__}.{name}").register(ipython)

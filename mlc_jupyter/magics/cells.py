@@ -1,0 +1,74 @@
+"""``%%tir`` and ``%%relax``: a cell of TVMScript becomes TVM objects in the notebook's namespace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+
+from ..cells import parse_script
+from ..display.ir import ir_bundle, register_formatters
+from ..results import ParsedCell
+
+
+def _bind(shell: Any, parsed: ParsedCell, rename: str | None) -> tuple[str, Any]:
+    """Bind the cell's definitions (all or nothing) and return the name and value of the last."""
+    objects = dict(parsed.objects)
+    if rename:
+        if len(objects) != 1:
+            raise UsageError(
+                f"NAME renames a single definition, but this cell defines {len(objects)}: "
+                f"{', '.join(objects) or 'nothing'}"
+            )
+        objects = {rename: next(iter(objects.values()))}
+    if not objects:
+        raise UsageError("the cell defines nothing: write an @I.ir_module class or a function")
+    shell.user_ns.update(objects)
+    name = list(objects)[-1]
+    return name, objects[name]
+
+
+@magics_class
+class CellMagics(Magics):
+    """TVMScript cells in the MLC course's spelling or TVM 0.27's."""
+
+    def _run(self, kind: str, line: str, cell: str) -> Any:
+        args = parse_argstring(getattr(self, kind), line)
+        parsed = parse_script(cell, self.shell.user_ns, kind=kind, first_line=2)
+        name, value = _bind(self.shell, parsed, args.name)
+        for message in parsed.warnings:
+            print(f"warning: {message}")
+        if args.quiet:
+            self.shell.user_ns["_"] = value
+            return None
+        for other, obj in list(parsed.objects.items())[:-1] if not args.name else []:
+            display(ir_bundle(obj, other), raw=True)
+        return value
+
+    @magic_arguments()
+    @argument("name", nargs="?", default=None, help="bind the (single) definition under this name")
+    @argument("-q", "--quiet", action="store_true", help="bind without showing the module")
+    @cell_magic
+    def tir(self, line: str, cell: str) -> Any:
+        """Parse a cell of TensorIR (TVMScript) and bind each top-level definition.
+
+        The course's spelling (``from tvm.script import tir as T``, ``T.block``, ``@T.prim_func``,
+        ``"tir.noalias"``) and TVM 0.27's both work; ``T``, ``I``, ``R`` and ``tvm`` need no import.
+        """
+        return self._run("tir", line, cell)
+
+    @magic_arguments()
+    @argument("name", nargs="?", default=None, help="bind the (single) definition under this name")
+    @argument("-q", "--quiet", action="store_true", help="bind without showing the module")
+    @cell_magic
+    def relax(self, line: str, cell: str) -> Any:
+        """Parse a cell of Relax (TVMScript, may mix ``@T.prim_func`` and ``@R.function``)."""
+        return self._run("relax", line, cell)
+
+
+def register(ipython: Any) -> None:
+    ipython.register_magics(CellMagics)
+    register_formatters(ipython)

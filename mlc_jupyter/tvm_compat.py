@@ -1,0 +1,134 @@
+"""The one module that knows TVM 0.27's names.
+
+TVM renamed much of the course's API within a year (``tir`` -> ``tirx`` and ``s_tir``,
+``tvm.nd`` -> ``tvm.runtime.tensor``, ``tvm.build`` -> ``tvm.compile``, string targets -> dicts).
+Every other module asks this one for those names, so the next rename touches one file.
+TVM is imported lazily: importing this module costs nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+from types import ModuleType
+from typing import Any
+
+
+@functools.cache
+def tvm() -> ModuleType:
+    """Import and return the ``tvm`` package (about 3 s the first time)."""
+    import tvm as _tvm
+
+    return _tvm
+
+
+@functools.cache
+def script_namespaces() -> dict[str, Any]:
+    """The names a TVMScript cell sees without imports: ``T``, ``I``, ``R``, ``tvm``."""
+    _tvm = tvm()
+    from tvm.script import ir as I  # noqa: N812
+    from tvm.script import relax as R  # noqa: N812
+    from tvm.script import tirx as T  # noqa: N812
+
+    return {"T": T, "I": I, "R": R, "tvm": _tvm, "relax": _tvm.relax}
+
+
+def tirx() -> ModuleType:
+    """The TIR expression/statement namespace (``tvm.tir`` in the course)."""
+    return tvm().tirx
+
+
+def s_tir() -> ModuleType:
+    """The scheduled-TIR namespace (``Schedule``, ``SBlock`` ...)."""
+    import tvm.s_tir as _s_tir
+
+    return _s_tir
+
+
+def meta_schedule() -> ModuleType:
+    """MetaSchedule (``tvm.meta_schedule`` in the course)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    return ms
+
+
+def Schedule(mod: Any, **kwargs: Any) -> Any:  # noqa: N802 - mirrors the TVM class name
+    """Create a TensorIR schedule (``tvm.tir.Schedule`` in the course)."""
+    return s_tir().Schedule(mod, **kwargs)
+
+
+def IRModule() -> type:  # noqa: N802
+    return tvm().IRModule
+
+
+def PrimFunc() -> type:  # noqa: N802
+    return tirx().PrimFunc
+
+
+def relax_function_type() -> type:
+    return tvm().relax.Function
+
+
+def diagnostic_error() -> type:
+    """The exception TVMScript raises for a parse error."""
+    return tvm().error.DiagnosticError
+
+
+def tvm_error() -> type:
+    """The base class of errors raised from TVM's C++ side."""
+    return tvm().error.TVMError
+
+
+def schedule_error() -> type:
+    return s_tir().schedule.ScheduleError
+
+
+def compile(mod: Any, target: Any) -> Any:  # noqa: A001 - mirrors tvm.compile
+    """Build a TIR or Relax module (``tvm.build`` / ``relax.build`` in the course)."""
+    return tvm().compile(mod, target=target)
+
+
+def tensor(array: Any, device: Any = None) -> Any:
+    """A runtime tensor from a NumPy array (``tvm.nd.array`` in the course)."""
+    return tvm().runtime.tensor(array, device=device)
+
+
+def empty(shape: Any, dtype: str = "float32", device: Any = None) -> Any:
+    """An uninitialised runtime tensor (``tvm.nd.empty`` in the course)."""
+    return tvm().runtime.empty(shape, dtype=dtype, device=device)
+
+
+def tensor_type() -> type:
+    """The runtime tensor class (``tvm.nd.NDArray`` in the course)."""
+    return tvm().runtime.Tensor
+
+
+def structural_equal(a: Any, b: Any, map_free_vars: bool = False) -> bool:
+    import tvm_ffi
+
+    return bool(tvm_ffi.structural_equal(a, b, map_free_vars))
+
+
+def assert_structural_equal(a: Any, b: Any) -> None:
+    tvm().ir.assert_structural_equal(a, b)
+
+
+def structural_hash(obj: Any) -> int:
+    import tvm_ffi
+
+    return int(tvm_ffi.structural_hash(obj))
+
+
+@functools.cache
+def host_cpu() -> str:
+    """The LLVM name of this machine's CPU (e.g. ``znver4``); TVM refuses ``"native"``."""
+    return str(tvm().target.codegen.llvm_get_system_cpu())
+
+
+def version() -> str:
+    return str(tvm().__version__)
+
+
+def is_tvm_object(obj: Any) -> bool:
+    """True for TVM objects, without importing TVM when it is not loaded yet."""
+    module = type(obj).__module__ or ""
+    return module.split(".")[0] in {"tvm", "tvm_ffi"}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Set up everything mlc_jupyter needs on a fresh Debian machine, idempotently:
+# Debian's Chromium (browser tests), a virtual environment in .venv with the package (editable),
+# its test tools and PyTorch's CPU build, and the JupyterLab extension built from source.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "setup: Debian's chromium is missing (sudo apt-get install chromium); browser tests will skip" >&2
+  fi
+fi
+
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+# torch first and pinned: 2.13.0 is the CPU build available locally; a bare "torch" pulls CUDA.
+.venv/bin/python -m pip install -q "torch==2.13.0"
+.venv/bin/python -m pip install -q -e ".[test,torch]"
+
+if [ -f labextension/build.sh ]; then
+  bash labextension/build.sh
+fi
+echo "setup: done (.venv ready)"

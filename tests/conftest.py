@@ -1,0 +1,37 @@
+"""Shared fixtures: a real IPython shell with the extension loaded."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("MLC_JUPYTER_CACHE", tempfile.mkdtemp(prefix="mlc-jupyter-cache-"))
+
+REPO = Path(__file__).resolve().parents[1]
+COURSE = REPO.parent / "shared" / "course"
+
+
+@pytest.fixture(scope="session")
+def _global_shell():
+    from IPython.testing.globalipapp import start_ipython
+
+    shell = start_ipython()
+    shell.run_line_magic("load_ext", "mlc_jupyter")
+    return shell
+
+
+@pytest.fixture
+def shell(_global_shell) -> Iterator:
+    """A real IPython shell with ``%load_ext mlc_jupyter`` done and an empty namespace."""
+    _global_shell.reset(new_session=False)
+    yield _global_shell
+    _global_shell.reset(new_session=False)
+
+
+def run_cell(shell, text: str):
+    """Run a cell like a user would; return IPython's ExecutionResult."""
+    return shell.run_cell(text, store_history=True)
