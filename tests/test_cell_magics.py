@@ -239,3 +239,10 @@ def test_magic_help_is_generated_from_its_parser(shell, kind):
     with capture_output() as captured:
         shell.run_line_magic("pinfo", f"%%{kind}")
     assert "--quiet" in captured.stdout
+
+
+def test_relax_call_tir_with_a_bare_function_name_suggests_cls(shell):
+    cell = RELAX_MLP.replace("R.call_tir(MyModule.relu0,", "R.call_tir(relu0,")
+    err, _ = _error(shell, cell)
+    assert str(err).startswith("line 21, column 30: Undefined variable: relu0")
+    assert "cls.f or ModuleName.f" in err.hint

@@ -231,6 +231,13 @@ def _shorten(message: str) -> str:
 
 
 def _hint_for(message: str, kind: str) -> str:
+    if "expects the first argument to be a GlobalVar" in message:
+        return "inside an @I.ir_module class, name the function as cls.f or ModuleName.f"
+    if "Undefined variable" in message and kind == "relax":
+        return (
+            "define the name earlier; inside an @I.ir_module class refer to its functions as "
+            "cls.f or ModuleName.f"
+        )
     if "Undefined variable" in message or "is not defined" in message:
         return "define the name earlier in the cell or in a previous cell (the notebook's names are visible)"
     if "has no attribute" in message and ("tirx" in message or "relax" in message):
