@@ -101,3 +101,171 @@ class TuneResult:
         if not self.flop or not self.best_latency_s:
             return None
         return self.flop / self.best_latency_s / 1e9
+
+
+@dataclass(frozen=True)
+class TraceTiming:
+    """One re-timing of a trace in the trace replay widget: its decisions and how fast it ran.
+
+    ``decisions`` maps instruction index to the decision (plain Python values); ``correct`` is
+    ``None`` when outputs were not compared.
+    """
+
+    decisions: dict[int, Any]
+    latency_s: float | None
+    gflops: float | None
+    correct: bool | None
+    error: str = ""
+    trace: Any = None
+    mod: Any = None
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """What the trace replay widget binds when a user picks a row: the module and its trace."""
+
+    mod: Any
+    trace: Any
+    workload: Any
+    decisions: dict[int, Any]
+    latency_s: float | None = None
+    gflops: float | None = None
+    correct: bool | None = None
+
+
+@dataclass(frozen=True)
+class Built:
+    """A built module (``%mlc_build`` / ``build_module``): call its functions like Python ones.
+
+    ``built["mm_relu"](A, B)`` or ``built.mm_relu(A, B)`` with NumPy arrays, PyTorch tensors or
+    TVM tensors; passing only the inputs of a destination-passing function returns the outputs.
+    ``cached`` says the build came from the cache, ``build_s`` what the (original) build cost.
+    """
+
+    mod: Any
+    target: Any
+    executable: Any
+    signatures: dict[str, Any]
+    build_s: float
+    cached: bool = False
+    relax: bool = False
+    extern_symbols: tuple[str, ...] = ()
+    key: str = ""
+
+    @property
+    def functions(self) -> list[str]:
+        return list(self.signatures)
+
+    def __getitem__(self, name: str) -> Any:
+        from .build.call import bound_function
+
+        return bound_function(self, name)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name not in self.__dict__.get("signatures", {}):
+            raise AttributeError(name)
+        return self[name]
+
+    def __call__(self, *args: Any) -> Any:
+        """Call the module's only (or ``main``) function."""
+        from .build.call import bound_function
+
+        return bound_function(self, None)(*args)
+
+    def source(self, kind: str = "tir") -> str:
+        """Generated code: ``tir``, ``llvm``, ``asm`` or ``cuda``."""
+        from .build.source import generated_source
+
+        return generated_source(self, kind)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One timed variant: seconds per call (median, mean, std, min over ``runs`` repeats).
+
+    ``number`` is the calls per run (0: calibrated by ``min_repeat_ms``); ``correct`` is ``None``
+    without a reference; a mismatch or failure sets ``error`` and leaves the times ``None``;
+    ``kind`` is ``tvm``, ``numpy`` or ``torch``; ``speedup`` is against the first variant.
+    """
+
+    name: str
+    median_s: float | None
+    mean_s: float | None
+    std_s: float | None
+    min_s: float | None
+    runs: int
+    number: int = 0
+    gflops: float | None = None
+    flops: float | None = None
+    correct: bool | None = None
+    error: str | None = None
+    speedup: float | None = None
+    kind: str = "tvm"
+    target: str = ""
+    results_s: tuple[float, ...] = ()
+
+    @property
+    def spread(self) -> float | None:
+        """Standard deviation over median of the repeats; large values mean a noisy measurement."""
+        if not self.results_s or not self.median_s or self.std_s is None:
+            return None
+        return self.std_s / self.median_s
+
+
+@dataclass(frozen=True)
+class TimingReport:
+    """Several variants side by side (``%mlc_time f g`` / ``time_functions``)."""
+
+    timings: tuple[Timing, ...]
+    warnings: tuple[str, ...] = ()
+
+    def __getitem__(self, name: str) -> Timing:
+        for timing in self.timings:
+            if timing.name == name:
+                return timing
+        raise KeyError(name)
+
+    @property
+    def names(self) -> list[str]:
+        return [t.name for t in self.timings]
+
+
+@dataclass(frozen=True)
+class ScheduleStep:
+    """One statement of a schedule cell that added trace instructions.
+
+    ``line`` is the cell line (the ``%%mlc_schedule`` line is 1); ``trace`` the Python lines of the
+    instructions it added; ``script`` the module text after it; ``changed`` the 1-based lines of
+    ``script`` that differ from the previous step's.
+    """
+
+    index: int
+    line: int
+    source: str
+    trace: tuple[str, ...]
+    script: str
+    changed: tuple[int, ...] = ()
+    mod: Any = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class ScheduleRun:
+    """A schedule cell run step by step: the initial module, the steps and the outcome.
+
+    ``error`` is the :class:`~mlc_jupyter.errors.ScheduleStepError` of the failing statement (the
+    steps before it are kept); ``sch`` is the schedule (``None`` when a step failed).
+    """
+
+    initial_script: str
+    steps: tuple[ScheduleStep, ...]
+    error: Any = None
+    sch: Any = field(default=None, compare=False, repr=False)
+    namespace: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def final_script(self) -> str:
+        return self.steps[-1].script if self.steps else self.initial_script

@@ -1,0 +1,157 @@
+"""Overhead of ``%mlc_build`` / ``%mlc_time`` against raw TVM, and the book's matmul GFLOP/s.
+
+1. build: a cold ``build_module`` (cache cleared), a raw ``tvm.compile`` and a cached rebuild of
+   the book's ``mm_relu``; the cached/cold ratio should stay under 5%.
+2. timing: wall time of ``%mlc_time`` (real IPython shell, -o) and of ``time_module`` against a
+   hand-written ``time_evaluator`` call with the same number / repeat / min_repeat_ms.
+3. GFLOP/s of naive / ``schedule_mm`` (jfactor 4) / jfactor 8 matmuls next to NumPy and PyTorch
+   at 128, 512 and 1024 on the host CPU target.
+
+Usage: ``python bench/bench_build_time.py [--sizes 128 512 1024] [--target T]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+LISTING = Path(__file__).resolve().parents[1] / "tests" / "course" / "listings" / "ch2_mm_relu.py"
+
+
+def median_s(fn: Callable[[], object], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def matmul(n: int):
+    from tvm import te
+
+    a = te.placeholder((n, n), "float32", name="A")
+    b = te.placeholder((n, n), "float32", name="B")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    return te.create_prim_func([a, b, c]).with_attr("global_symbol", "main")
+
+
+def schedule_mm(func, jfactor: int):
+    """The book's §4.3 ``schedule_mm``: split j, reorder, decompose the reduction."""
+    from mlc_jupyter.tvm_compat import Schedule, tvm
+
+    sch = Schedule(tvm().IRModule({"main": func}))
+    block_c = sch.get_sblock("C", "main")
+    i, j, k = sch.get_loops(block_c)
+    j0, j1 = sch.split(j, factors=[None, jfactor])
+    sch.reorder(i, j0, k, j1)
+    sch.decompose_reduction(block_c, k)
+    return sch.mod
+
+
+def bench_build(target: str, runs: int) -> None:
+    from mlc_jupyter.build import build_module, clear_cache, resolve_target
+    from mlc_jupyter.cells import parse_script
+    from mlc_jupyter.tvm_compat import compile as tvm_compile
+
+    mod = parse_script(LISTING.read_text(), {}, kind="tir").objects["MyModule"]
+    resolved = resolve_target(target)
+
+    def cold():
+        clear_cache()
+        build_module(mod, target)
+
+    raw = median_s(lambda: tvm_compile(mod, resolved), runs)
+    cold_s = median_s(cold, runs)
+    cached = median_s(lambda: build_module(mod, target), runs * 10)
+    print(f"build   raw tvm.compile     {raw * 1e3:8.2f} ms")
+    print(f"build   cold build_module   {cold_s * 1e3:8.2f} ms   ({cold_s / raw:.2f}x raw)")
+    print(f"build   cached rebuild      {cached * 1e3:8.3f} ms   ({cached / cold_s:.1%} of cold)")
+
+
+def bench_timing(target: str, runs: int) -> None:
+    import numpy as np
+    from IPython.testing.globalipapp import start_ipython
+
+    from mlc_jupyter.build import build_module, device_for
+    from mlc_jupyter.cells import parse_script
+    from mlc_jupyter.measure import time_module
+    from mlc_jupyter.tvm_compat import empty, tensor
+
+    mod = parse_script(LISTING.read_text(), {}, kind="tir").objects["MyModule"]
+    built = build_module(mod, target)
+    opts = dict(number=10, repeat=3, min_repeat_ms=0)
+
+    def raw():
+        rng = np.random.default_rng(0)
+        a = tensor(rng.random((128, 128), dtype="float32"))
+        b = tensor(rng.random((128, 128), dtype="float32"))
+        c = empty((128, 128), "float32")
+        timer = built.executable.mod.time_evaluator("mm_relu", device_for(target), **opts)
+        return timer(a, b, c).median
+
+    shell = start_ipython()
+    shell.run_line_magic("load_ext", "mlc_jupyter")
+    shell.user_ns["MyModule"] = mod
+    shell.run_line_magic("mlc_build", f'MyModule --target "{target}"')
+    line = "MyModule_lib --number 10 --repeat 3 --min-repeat-ms 0 -o"
+    raw_s = median_s(raw, runs)
+    service_s = median_s(lambda: time_module(built, **opts), runs)
+    checked_s = median_s(lambda: time_module(built, ref="np.maximum(A @ B, 0)", **opts), runs)
+    magic_s = median_s(lambda: shell.run_line_magic("mlc_time", line), runs)
+    print(f"timing  raw time_evaluator  {raw_s * 1e3:8.2f} ms (wall, 3x10 calls)")
+    print(f"timing  time_module         {service_s * 1e3:8.2f} ms   ({service_s / raw_s:.2f}x raw)")
+    print(f"timing  + NumPy check       {checked_s * 1e3:8.2f} ms   ({checked_s / raw_s:.2f}x raw)")
+    print(f"timing  %mlc_time -o        {magic_s * 1e3:8.2f} ms   ({magic_s / raw_s:.2f}x raw)")
+
+
+def bench_gflops(target: str, sizes: list[int]) -> None:
+    from mlc_jupyter.measure import time_functions
+
+    print(
+        f"{'n':>5} "
+        + " ".join(f"{name:>10}" for name in ("naive", "sched_mm", "jfactor8", "numpy", "torch"))
+        + "   GFLOP/s"
+    )
+    for n in sizes:
+        func = matmul(n)
+        variants = {
+            "naive": func,
+            "sched_mm": schedule_mm(func, 4),
+            "jfactor8": schedule_mm(func, 8),
+        }
+        fast = n >= 1024
+        report = time_functions(
+            variants,
+            target,
+            ref="A @ B",
+            repeat=3,
+            min_repeat_ms=0 if fast else 50,
+            number=1 if fast else None,
+        )
+        cells = []
+        for t in report.timings:
+            cells.append(f"{t.gflops:10.2f}" if t.gflops else f"{'failed':>10}")
+        print(f"{n:>5} " + " ".join(cells))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[128, 512, 1024])
+    parser.add_argument("--target", default="llvm -num-cores=2")
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    from mlc_jupyter.build import describe_target
+
+    print(f"target: {describe_target(args.target)}")
+    bench_build(args.target, args.runs)
+    bench_timing(args.target, args.runs)
+    bench_gflops(args.target, args.sizes)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,17 @@
+"""Targets, cached builds and calls into built modules (the service behind ``%mlc_build``)."""
+
+from .builder import build_module, clear_cache
+from .source import SOURCE_KINDS, generated_source
+from .targets import describe_target, device_for, gpu_present, is_gpu_target, resolve_target
+
+__all__ = [
+    "SOURCE_KINDS",
+    "build_module",
+    "clear_cache",
+    "describe_target",
+    "device_for",
+    "generated_source",
+    "gpu_present",
+    "is_gpu_target",
+    "resolve_target",
+]

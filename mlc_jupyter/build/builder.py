@@ -1,0 +1,89 @@
+"""Build a PrimFunc / TIR module / Relax module for a target, with an in-memory cache.
+
+The cache key is the module's structural hash, the resolved target and the TVM version; a hit
+is checked with structural equality and comes back at once with ``cached=True``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from ..errors import BuildError
+from ..results import Built
+from ..tvm_compat import compile as tvm_compile
+from ..tvm_compat import structural_equal, structural_hash, version
+from .inspect import (
+    as_module,
+    extern_symbols,
+    is_relax,
+    signatures,
+    unbound_gpu_functions,
+)
+from .targets import is_gpu_target, resolve_target
+
+_CACHE: dict[str, Built] = {}
+
+
+def cache_key(mod: Any, target: Any) -> str:
+    """``hash|target|tvm version`` for an IRModule and a resolved target."""
+    return f"{structural_hash(mod):x}|{target}|{version()}"
+
+
+def clear_cache() -> None:
+    """Forget every cached build."""
+    _CACHE.clear()
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("  File ")]
+    for line in lines:
+        if "Error" in line or "error" in line:
+            return line.strip()[:400]
+    return (lines[-1].strip() if lines else type(err).__name__)[:400]
+
+
+def build_module(mod: Any, target: Any = None, *, force: bool = False) -> Built:
+    """Build ``mod`` (PrimFunc, TensorIR IRModule or Relax module) for ``target``.
+
+    Returns a :class:`~mlc_jupyter.results.Built` whose functions can be called directly.
+    Raises ``BuildError`` for a GPU kernel with unbound loops and for TVM build failures.
+    """
+    try:
+        mod = as_module(mod)
+    except TypeError as err:
+        raise BuildError(str(err)) from None
+    target = resolve_target(target)
+    key = cache_key(mod, target)
+    hit = _CACHE.get(key)
+    if hit is not None and not force and structural_equal(hit.mod, mod):
+        return dataclasses.replace(hit, cached=True)
+    relax = is_relax(mod)
+    if is_gpu_target(target) and not relax:
+        unbound = unbound_gpu_functions(mod)
+        if unbound:
+            raise BuildError(
+                f"{', '.join(unbound)}: loops are not bound to blockIdx/threadIdx, so TVM would "
+                f"build a host function instead of a {target.kind.name} kernel",
+                hint="split the loop and sch.bind(outer, 'blockIdx.x'); sch.bind(inner, "
+                "'threadIdx.x')",
+            )
+    start = time.perf_counter()
+    try:
+        executable = tvm_compile(mod, target)
+    except Exception as err:  # noqa: BLE001 - TVM raises many types; show one line
+        raise BuildError(f"TVM could not build the module: {_first_line(err)}") from None
+    built = Built(
+        mod=mod,
+        target=target,
+        executable=executable,
+        signatures=signatures(mod),
+        build_s=time.perf_counter() - start,
+        relax=relax,
+        extern_symbols=tuple(sorted(extern_symbols(mod))),
+        key=key,
+    )
+    _CACHE[key] = built
+    return built

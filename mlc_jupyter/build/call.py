@@ -1,0 +1,169 @@
+"""Call a built function with NumPy arrays, PyTorch tensors or TVM tensors.
+
+Inputs are copied into aligned TVM tensors (a misaligned NumPy buffer can crash a kernel that
+assumes 64-byte alignment). Arguments are checked against the signature first, extern symbols
+that the process cannot resolve are refused before the JIT would segfault, and a GPU build
+says plainly that no GPU is present instead of failing deep in TVM.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import BuildError, CallError, NoGPUError
+from ..tvm_compat import empty, tensor, tensor_type, tvm
+from .inspect import Signature, missing_symbols
+from .targets import device_for, gpu_present, is_gpu_target
+
+
+def _kind(value: Any) -> str:
+    module = type(value).__module__ or ""
+    if module.startswith("torch"):
+        return "torch"
+    if module.startswith("numpy"):
+        return "numpy"
+    if isinstance(value, tensor_type()):
+        return "tvm"
+    return "other"
+
+
+def _as_numpy(value: Any) -> Any:
+    import numpy as np
+
+    kind = _kind(value)
+    if kind == "torch":
+        return value.detach().cpu().numpy()
+    if kind == "tvm":
+        return value.numpy()
+    return np.asarray(value)
+
+
+def _check(sig: Signature, index: int, value: Any) -> None:
+    param = sig.params[index]
+    shape = tuple(getattr(value, "shape", ()))
+    dtype = str(getattr(value, "dtype", "")).replace("torch.", "")
+    if param.shape is not None:
+        ok = len(shape) == len(param.shape) and all(
+            want is None or int(got) == want for got, want in zip(shape, param.shape, strict=False)
+        )
+        if not ok:
+            raise CallError(
+                f"{sig.name}: argument {param.name!r} has shape {tuple(int(s) for s in shape)}, "
+                f"expected {param.describe()}"
+            )
+    if param.dtype and dtype and dtype != param.dtype:
+        raise CallError(
+            f"{sig.name}: argument {param.name!r} has dtype {dtype}, expected {param.describe()}"
+        )
+
+
+def prepare(built: Any, name: str | None) -> Signature:
+    """The signature of ``name`` (or the only / ``main`` function), after the run-time checks."""
+    sigs = built.signatures
+    if name is None:
+        name = "main" if "main" in sigs or len(sigs) != 1 else next(iter(sigs))
+    if name not in sigs:
+        raise CallError(f"no function {name!r} in this build; it has {', '.join(sigs)}")
+    missing = missing_symbols(set(built.extern_symbols))
+    if missing:
+        raise BuildError(
+            f"extern symbol(s) {', '.join(missing)} are not defined in this process;"
+            " calling the kernel would crash Python",
+            hint="load the library that defines them (ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL))"
+            " or provide them with pragma_import_llvm",
+        )
+    if is_gpu_target(built.target) and not gpu_present(built.target):
+        raise NoGPUError(
+            f"no GPU is present: {name} was built for {built.target.kind.name} and cannot run here",
+            hint="the generated code is readable: %mlc_build ... --show cuda",
+        )
+    return sigs[name]
+
+
+def to_device(built: Any, sig: Signature, args: tuple[Any, ...]) -> tuple[list[Any], int]:
+    """TVM tensors for ``args`` (allocating outputs when only inputs are given).
+
+    Returns the tensors and the number of outputs allocated here.
+    """
+    n_all, n_in = len(sig.params), len(sig.inputs)
+    if sig.relax:
+        n_all = n_in = len(sig.params)
+    if len(args) not in (n_all, n_in):
+        wanted = f"{n_in} inputs" + (f" (or {n_all} with outputs)" if n_all != n_in else "")
+        raise CallError(
+            f"{sig.name} takes {wanted}: {', '.join(p.describe() for p in sig.params)}; "
+            f"got {len(args)} argument(s)"
+        )
+    dev = device_for(built.target)
+    tensors = []
+    for index, value in enumerate(args):
+        _check(sig, index, value)
+        tensors.append(tensor(_as_numpy(value).copy(), device=dev))
+    allocated = 0
+    if len(args) == n_in and n_all != n_in:
+        for param in sig.outputs:
+            if param.shape is None or None in param.shape:
+                raise CallError(f"{sig.name}: pass output {param.name!r}, its shape is symbolic")
+            tensors.append(empty(param.shape, param.dtype, dev))
+            allocated += 1
+    return tensors, allocated
+
+
+def runtime_function(built: Any, name: str) -> Any:
+    """The packed function to call (through the Relax VM for Relax builds)."""
+    if built.relax:
+        vm = tvm().relax.VirtualMachine(built.executable, device_for(built.target))
+        return vm[name]
+    return built.executable.mod[name]
+
+
+def _copy_back(values: tuple[Any, ...], tensors: list[Any]) -> None:
+    import numpy as np
+
+    for value, out in zip(values, tensors, strict=False):
+        kind = _kind(value)
+        if kind == "numpy" and value.flags.writeable:
+            np.copyto(value, out.numpy())
+        elif kind == "torch":
+            import torch
+
+            value.copy_(torch.from_numpy(out.numpy()))
+        elif kind == "tvm":
+            value.copyfrom(out)
+
+
+def _convert(out: Any, like: str) -> Any:
+    if like == "torch":
+        import torch
+
+        return torch.from_numpy(out.numpy())
+    if like == "numpy" and isinstance(out, tensor_type()):
+        return out.numpy()
+    return out
+
+
+def bound_function(built: Any, name: str | None) -> Any:
+    """A Python callable for function ``name`` of ``built``."""
+    sig = prepare(built, name)
+    func = runtime_function(built, sig.name)
+
+    def call(*args: Any) -> Any:
+        tensors, allocated = to_device(built, sig, args)
+        like = _kind(args[0]) if args else "numpy"
+        like = "numpy" if like == "other" else like
+        result = func(*tensors)
+        if sig.relax:
+            return _convert(result, like)
+        if allocated:
+            outs = [_convert(t, like) for t in tensors[-allocated:]]
+            return outs[0] if len(outs) == 1 else tuple(outs)
+        # outputs the TIR does not show (an extern call writes them): copy every argument back
+        n_out = sig.n_outputs or len(args)
+        _copy_back(args[-n_out:], tensors[-n_out:])
+        return None
+
+    call.__name__ = sig.name
+    call.built = built  # type: ignore[attr-defined] - lets %mlc_time find the module again
+    call.func_name = sig.name  # type: ignore[attr-defined]
+    call.__doc__ = f"{sig.name}({', '.join(p.describe() for p in sig.params)})"
+    return call

@@ -1,0 +1,141 @@
+"""What a module's text says about it: signatures, outputs, GPU bindings, extern symbols.
+
+TVM 0.27 has no Python statement visitor for ``tirx``; the printed TVMScript is stable and
+complete, so these checks read it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..tvm_compat import IRModule, PrimFunc, tvm
+
+_STORE = re.compile(r"^\s*(\w+)\[[^\n]*\]\s*=(?!=)", re.MULTILINE)
+_EXTERN = re.compile(r"T\.call_extern\(\s*\"[^\"]*\",\s*\"(\w+)\"")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a built function: name, static shape (``None`` for symbolic) and dtype."""
+
+    name: str
+    shape: tuple[int | None, ...] | None
+    dtype: str
+
+    def describe(self) -> str:
+        dims = ", ".join("?" if d is None else str(d) for d in self.shape or ())
+        return f"{self.name}: ({dims}) {self.dtype}"
+
+
+@dataclass(frozen=True)
+class Signature:
+    """Parameters of one function and how many of the trailing ones are outputs."""
+
+    name: str
+    params: tuple[Param, ...]
+    n_outputs: int
+    relax: bool = False
+
+    @property
+    def inputs(self) -> tuple[Param, ...]:
+        return self.params[: len(self.params) - self.n_outputs]
+
+    @property
+    def outputs(self) -> tuple[Param, ...]:
+        return self.params[len(self.params) - self.n_outputs :]
+
+
+def _dims(shape: Any) -> tuple[int | None, ...]:
+    out: list[int | None] = []
+    for dim in shape:
+        try:
+            out.append(int(dim))
+        except (TypeError, ValueError):
+            out.append(None)
+    return tuple(out)
+
+
+def as_module(obj: Any) -> IRModule:
+    """An ``IRModule`` for a PrimFunc, a Relax function or a module."""
+    _tvm = tvm()
+    if isinstance(obj, IRModule()):
+        return obj
+    if isinstance(obj, PrimFunc()):
+        name = str((obj.attrs or {}).get("global_symbol", "main")) if obj.attrs else "main"
+        return _tvm.IRModule({name: obj.with_attr("global_symbol", name)})
+    if isinstance(obj, _tvm.relax.Function):
+        return _tvm.IRModule({"main": obj})
+    raise TypeError(f"expected a PrimFunc, an IRModule or a Relax function, not {type(obj)}")
+
+
+def is_relax(mod: Any) -> bool:
+    _tvm = tvm()
+    return any(isinstance(f, _tvm.relax.Function) for _, f in mod.functions_items())
+
+
+def signatures(mod: Any) -> dict[str, Signature]:
+    """The callable functions of ``mod``: Relax functions if any, else every PrimFunc."""
+    _tvm = tvm()
+    relax_mode = is_relax(mod)
+    found: dict[str, Signature] = {}
+    for gvar, func in mod.functions_items():
+        name = gvar.name_hint
+        if relax_mode and isinstance(func, _tvm.relax.Function):
+            params = []
+            for var in func.params:
+                ty = getattr(var, "ty", None) or getattr(var, "struct_info", None)
+                shape = getattr(ty, "shape", None)
+                dims = _dims(shape) if shape is not None else None
+                params.append(Param(var.name, dims, str(getattr(ty, "dtype", ""))))
+            found[name] = Signature(name, tuple(params), 0, relax=True)
+        elif not relax_mode and isinstance(func, PrimFunc()):
+            params = tuple(Param(p.name, _dims(p.shape), str(p.dtype)) for p in func.params)
+            written = set(_STORE.findall(func.script()))
+            n_out = 0
+            for param in reversed(params):
+                if param.name not in written:
+                    break
+                n_out += 1
+            found[name] = Signature(name, params, n_out)
+    return found
+
+
+def unbound_gpu_functions(mod: Any) -> list[str]:
+    """PrimFuncs with loops but no ``blockIdx`` / ``threadIdx`` binding (0.27 builds them on the host)."""
+    names = []
+    for gvar, func in mod.functions_items():
+        if not isinstance(func, PrimFunc()):
+            continue
+        text = func.script()
+        if ("for " in text or "T.grid" in text) and "Idx." not in text:
+            names.append(gvar.name_hint)
+    return names
+
+
+def extern_symbols(mod: Any) -> set[str]:
+    """Symbols named by ``T.call_extern`` that the module does not bring itself."""
+    found: set[str] = set()
+    for _, func in mod.functions_items():
+        if isinstance(func, PrimFunc()):
+            text = func.script()
+            if "pragma_import" not in text:
+                found |= set(_EXTERN.findall(text))
+    return found
+
+
+def missing_symbols(names: set[str]) -> list[str]:
+    """Those of ``names`` the running process cannot resolve (the JIT would crash on them)."""
+    if not names:
+        return []
+    process = ctypes.CDLL(None)
+    missing = []
+    for name in sorted(names):
+        try:
+            getattr(process, name)
+        except AttributeError:
+            if tvm().get_global_func(name, allow_missing=True) is None:
+                missing.append(name)
+    return missing

@@ -1,0 +1,134 @@
+"""One parser for every way a user names a target (shared by every magic).
+
+``llvm`` / ``cpu`` and the course's strings (``"llvm -num-cores=2"``) mean *this* CPU: TVM 0.27's
+plain ``{"kind": "llvm"}`` emits SSE-only code, so ``mcpu`` is set to the host CPU unless the user
+names one. ``cuda`` / ``gpu`` / tags (``nvidia/nvidia-h100``) / dicts / ``Target`` objects work too.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from ..config import default_target
+from ..errors import TargetError
+from ..tvm_compat import host_cpu, tvm
+
+_ALIASES = {"cpu": "llvm", "gpu": "cuda"}
+_GPU_KINDS = {"cuda", "rocm", "vulkan", "metal", "opencl", "webgpu", "nvptx"}
+
+
+def _value(text: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    return text
+
+
+def _parse_string(spec: str) -> dict[str, Any] | str:
+    """``"llvm -num-cores=2 --mcpu=znver4"`` -> a dict; a tag or bare kind is returned as is."""
+    try:
+        words = shlex.split(spec.strip().strip('\x27"'))
+    except ValueError as err:
+        raise TargetError(f"cannot read target {spec!r}: {err}") from None
+    if not words:
+        raise TargetError("empty target: write e.g. 'llvm' or 'cuda'")
+    kind = _ALIASES.get(words[0], words[0])
+    if len(words) == 1:
+        return kind if "/" in kind else {"kind": kind}
+    config: dict[str, Any] = {"kind": kind}
+    for word in words[1:]:
+        if not word.startswith("-"):
+            raise TargetError(
+                f"cannot read {word!r} in target {spec!r}", hint="flags look like -name=value"
+            )
+        name, _, val = word.lstrip("-").partition("=")
+        config[name] = _value(val) if val else True
+    return config
+
+
+def _check_options(config: dict[str, Any]) -> None:
+    kind = str(config.get("kind", ""))
+    _tvm = tvm()
+    if kind not in _tvm.target.Target.list_kinds():
+        known = ", ".join(["cpu", "gpu", *sorted(_tvm.target.Target.list_kinds())])
+        raise TargetError(f"unknown target kind {kind!r}", hint=f"known kinds: {known}")
+    known_opts = set(_tvm.target.TargetKind.options_from_name(kind))
+    for name in config:
+        if name not in known_opts:
+            raise TargetError(
+                f"unknown flag {name!r} for target kind {kind!r}",
+                hint="known flags: " + ", ".join(sorted(known_opts - {"kind"})),
+            )
+
+
+def resolve_target(spec: Any = None) -> Any:
+    """A ``tvm.target.Target`` for ``spec`` (``None`` = the configured default, ``llvm``).
+
+    CPU targets get ``mcpu`` = this machine's CPU unless ``spec`` names one.
+    Raises ``TargetError`` naming the flag or kind that is not understood.
+    """
+    _tvm = tvm()
+    if spec is None:
+        spec = default_target()
+    if isinstance(spec, _tvm.target.Target):
+        if spec.kind.name == "llvm" and "mcpu" not in spec.attrs:
+            return _tvm.target.Target({**_to_dict(spec), "mcpu": host_cpu()})
+        return spec
+    if isinstance(spec, str):
+        spec = _parse_string(spec)
+    if isinstance(spec, dict):
+        spec = dict(spec)
+        spec["kind"] = _ALIASES.get(str(spec.get("kind", "")), spec.get("kind"))
+        _check_options(spec)
+        if spec["kind"] == "llvm":
+            spec.setdefault("mcpu", host_cpu())
+    elif not isinstance(spec, str):
+        raise TargetError(f"a target is a string, a dict or a tvm.target.Target, not {spec!r}")
+    try:
+        return _tvm.target.Target(spec)
+    except Exception as err:  # noqa: BLE001 - TVM raises ValueError / TVMError here
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise TargetError(f"cannot use target {spec!r}: {first}") from None
+
+
+def _to_dict(target: Any) -> dict[str, Any]:
+    import json
+
+    return json.loads(str(target))
+
+
+def is_gpu_target(target: Any) -> bool:
+    """True when ``target`` (any spelling) runs on a GPU."""
+    target = resolve_target(target)
+    return str(target.kind.name) in _GPU_KINDS or "gpu" in list(target.keys)
+
+
+def device_for(target: Any) -> Any:
+    """The TVM device a module built for ``target`` runs on."""
+    target = resolve_target(target)
+    kind = str(target.kind.name)
+    return tvm().cpu(0) if kind in ("llvm", "c") else tvm().runtime.device(kind, 0)
+
+
+def gpu_present(target: Any = "cuda") -> bool:
+    """True when the device of a GPU target exists on this machine."""
+    try:
+        return bool(device_for(target).exist)
+    except Exception:  # noqa: BLE001 - a disabled device API raises instead of saying False
+        return False
+
+
+def describe_target(target: Any) -> str:
+    """A short readable form, e.g. ``llvm -mcpu=znver4 -num-cores=2``."""
+    target = resolve_target(target)
+    parts = [str(target.kind.name)]
+    for key, val in _to_dict(target).items():
+        if key in ("kind", "tag", "keys", "host") or val in ("", None):
+            continue
+        parts.append(f"-{key}={val}")
+    return " ".join(parts)

@@ -1,0 +1,130 @@
+"""Timings and builds as rich output: a table plus an inline SVG bar chart, with a text fallback.
+
+The chart is inline SVG (no image file, no script), so it survives in a saved notebook and on
+GitHub / nbviewer; colours follow JupyterLab's theme variables with fallbacks.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from ..results import Built, Timing, TimingReport
+
+_BOX = "font-family: var(--jp-code-font-family, monospace); font-size: 12px"
+_COLOURS = {"tvm": "var(--jp-brand-color1, #1976d2)", "numpy": "#8d6e63", "torch": "#ef6c00"}
+
+
+def _time(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds >= 1:
+        return f"{seconds:.3f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3f} ms"
+    return f"{seconds * 1e6:.1f} us"
+
+
+def _row(t: Timing) -> list[str]:
+    ok = {True: "yes", False: "NO", None: "-"}[t.correct]
+    return [
+        t.name,
+        _time(t.median_s),
+        _time(t.mean_s),
+        _time(t.std_s),
+        _time(t.min_s),
+        str(t.runs),
+        f"{t.gflops:.2f}" if t.gflops else "-",
+        f"{t.speedup:.2f}x" if t.speedup else "-",
+        ok,
+    ]
+
+
+_HEAD = ["variant", "median", "mean", "std", "min", "runs", "GFLOP/s", "speed-up", "correct"]
+
+
+def report_text(report: TimingReport) -> str:
+    """The report as an aligned plain-text table (errors and warnings below it)."""
+    rows = [_HEAD, *[_row(t) for t in report.timings]]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(_HEAD))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows]
+    target = next((t.target for t in report.timings if t.target), "")
+    if target:
+        lines.append(f"target: {target}")
+    lines += [f"{t.name}: {t.error}" for t in report.timings if t.error]
+    lines += [f"warning: {w}" for w in report.warnings]
+    return "\n".join(lines)
+
+
+def bar_chart_svg(report: TimingReport, width: int = 420) -> str:
+    """Horizontal bars of median time per variant (shorter is faster)."""
+    timed = [t for t in report.timings if t.median_s]
+    if not timed:
+        return ""
+    longest = max(t.median_s for t in timed)  # type: ignore[type-var]
+    bar_h, label_w = 18, 90
+    height = bar_h * len(timed) + 6
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width + label_w + 90}" '
+        f'height="{height}" style="{_BOX}">'
+    ]
+    for i, t in enumerate(timed):
+        y = 3 + i * bar_h
+        w = max(1.0, width * (t.median_s or 0) / longest)
+        colour = _COLOURS.get(t.kind, _COLOURS["tvm"])
+        parts.append(
+            f'<text x="{label_w - 4}" y="{y + 12}" text-anchor="end" '
+            f'fill="var(--jp-ui-font-color1, #333)">{html.escape(t.name)}</text>'
+            f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h - 4}" fill="{colour}">'
+            f"<title>{html.escape(t.name)}: {_time(t.median_s)}</title></rect>"
+            f'<text x="{label_w + w + 4:.1f}" y="{y + 12}" '
+            f'fill="var(--jp-ui-font-color1, #333)">{_time(t.median_s)}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def report_html(report: TimingReport) -> str:
+    cell = "padding: 2px 8px; text-align: right"
+    head = "".join(f'<th style="{cell}">{h}</th>' for h in _HEAD)
+    body = []
+    for t in report.timings:
+        cells = _row(t)
+        style = cell + ("; color: var(--jp-error-color1, #d32f2f)" if t.correct is False else "")
+        body.append(
+            "<tr>" + "".join(f'<td style="{style}">{html.escape(c)}</td>' for c in cells) + "</tr>"
+        )
+    notes = report_text(report).splitlines()[len(report.timings) + 1 :]
+    foot = "".join(f"<div>{html.escape(n)}</div>" for n in notes)
+    chart = bar_chart_svg(report) if len(report.timings) > 1 else ""
+    return (
+        f'<div style="{_BOX}"><table style="border-collapse: collapse"><thead><tr>{head}'
+        f"</tr></thead><tbody>{''.join(body)}</tbody></table>{chart}{foot}</div>"
+    )
+
+
+def report_bundle(report: TimingReport) -> dict[str, str]:
+    return {"text/html": report_html(report), "text/plain": report_text(report)}
+
+
+def built_text(built: Built, name: str = "") -> str:
+    from ..build.targets import describe_target
+
+    how = "cached, built before" if built.cached else f"built in {built.build_s:.2f} s"
+    funcs = "; ".join(
+        f"{n}({', '.join(p.describe() for p in sig.params)})" for n, sig in built.signatures.items()
+    )
+    label = f"{name}: " if name else ""
+    return f"{label}{how} for {describe_target(built.target)}\nfunctions: {funcs}"
+
+
+def register_formatters(ipython: Any) -> None:
+    """Show timing reports and builds with these renderers."""
+    formatters = ipython.display_formatter.formatters
+    formatters["text/html"].for_type(TimingReport, report_html)
+    formatters["text/plain"].for_type(TimingReport, lambda r, p, cycle: p.text(report_text(r)))
+    formatters["text/html"].for_type(Timing, lambda t: report_html(TimingReport((t,))))
+    formatters["text/plain"].for_type(
+        Timing, lambda t, p, cycle: p.text(report_text(TimingReport((t,))))
+    )
+    formatters["text/plain"].for_type(Built, lambda b, p, cycle: p.text(built_text(b)))

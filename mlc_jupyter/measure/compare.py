@@ -1,0 +1,122 @@
+"""Several variants side by side, checked against one reference, with NumPy / PyTorch rows."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ..errors import MLCError
+from ..results import Built, Timing, TimingReport
+from .inputs import random_inputs
+from .reference import expression_function, reference_outputs
+from .timer import (
+    DEFAULT_MIN_REPEAT_MS,
+    NOISY_SPREAD,
+    _built,
+    _func_name,
+    time_callable,
+    time_module,
+)
+
+
+def time_functions(
+    variants: dict[str, Any],
+    target: Any = None,
+    *,
+    func_name: str | None = None,
+    args: Any = None,
+    ref: Any = None,
+    seed: int = 0,
+    number: int | None = None,
+    repeat: int = 5,
+    min_repeat_ms: float = DEFAULT_MIN_REPEAT_MS,
+    namespace: dict[str, Any] | None = None,
+    baselines: bool = True,
+) -> TimingReport:
+    """Time each variant on the same inputs; compare with ``ref`` or else the first variant.
+
+    When ``ref`` is a NumPy expression and ``baselines`` is true, NumPy and PyTorch rows are
+    added. Speed-ups are against the first variant.
+    """
+    from ..build.call import prepare
+
+    if not variants:
+        raise MLCError("nothing to time: name at least one built function or module")
+    builts = {name: _built(obj, target) for name, obj in variants.items()}
+    names = {name: _func_name(obj, func_name) for name, obj in variants.items()}
+    first = next(iter(builts.values()))
+    sig = prepare(first, names[next(iter(builts))])
+    inputs = list(args) if args is not None else random_inputs(sig, seed)
+    inputs = inputs[: len(sig.inputs)]
+    expected = reference_outputs(
+        ref if ref is not None else first, inputs, sig, first.target, namespace
+    )
+    options = dict(number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
+    timings: list[Timing] = []
+    for name, built in builts.items():
+        fname = names[name] if names[name] in built.signatures else None
+        if fname is None and sig.name in built.signatures:
+            fname = sig.name
+        try:
+            timings.append(
+                time_module(
+                    built, func_name=fname, args=inputs, expected=expected, name=name, **options
+                )
+            )
+        except MLCError as err:
+            timings.append(Timing(name, None, None, None, None, 0, error=str(err)))
+    flops = next((t.flops for t in timings if t.flops), None)
+    if isinstance(ref, str) and baselines:
+        for lib in ("numpy", "torch"):
+            timings.append(
+                _baseline(lib, ref, sig, inputs, namespace, flops, repeat, min_repeat_ms)
+            )
+    return _finish(timings)
+
+
+def _baseline(
+    lib: str,
+    expr: str,
+    sig: Any,
+    inputs: list[Any],
+    namespace: Any,
+    flops: float | None,
+    repeat: int,
+    min_repeat_ms: float,
+) -> Timing:
+    names = [p.name for p in sig.inputs]
+    try:
+        fn = expression_function(expr, names, namespace, lib)
+        args = inputs
+        if lib == "torch":
+            import torch
+
+            args = [torch.from_numpy(x) for x in inputs]
+        return time_callable(
+            lib, fn, args, repeat=repeat, min_repeat_ms=min_repeat_ms, flops=flops, kind=lib
+        )
+    except Exception as err:  # noqa: BLE001 - a baseline row that cannot run says why
+        return Timing(
+            lib, None, None, None, None, 0, kind=lib, error=f"{type(err).__name__}: {err}"
+        )
+
+
+def _finish(timings: list[Timing]) -> TimingReport:
+    base = timings[0].median_s if timings else None
+    done, warnings = [], []
+    for t in timings:
+        speedup = base / t.median_s if base and t.median_s else None
+        done.append(dataclasses.replace(t, speedup=speedup))
+        if t.spread is not None and t.spread > NOISY_SPREAD:
+            warnings.append(
+                f"{t.name}: runs vary by {t.spread:.0%} (std / median); the machine may be busy"
+            )
+    return TimingReport(tuple(done), tuple(warnings))
+
+
+def report_for(timing: Timing) -> TimingReport:
+    """A one-row report (with the spread warning) for a single ``Timing``."""
+    return _finish([timing])
+
+
+__all__ = ["Built", "time_functions", "report_for"]

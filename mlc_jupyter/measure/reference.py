@@ -1,0 +1,99 @@
+"""References: a NumPy expression over parameter names, a callable, a module, or arrays.
+
+The same expression also runs with PyTorch tensors (``np.maximum`` -> ``torch.maximum``), so
+``%mlc_time`` can put NumPy and PyTorch rows next to the TVM variants.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import TimingError
+
+
+class _TorchAsNumpy:
+    """``np.<name>`` spelled with torch functions, for evaluating a NumPy expression on tensors."""
+
+    def __getattr__(self, name: str) -> Any:
+        import torch
+
+        if name in ("maximum", "minimum"):
+            op = getattr(torch, name)
+
+            def binary(a: Any, b: Any) -> Any:
+                a = a if isinstance(a, torch.Tensor) else torch.tensor(a, dtype=b.dtype)
+                b = b if isinstance(b, torch.Tensor) else torch.tensor(b, dtype=a.dtype)
+                return op(a, b)
+
+            return binary
+        if name == "dot":
+            return torch.matmul
+        return getattr(torch, name)
+
+
+def expression_function(expr: str, names: list[str], namespace: dict[str, Any] | None, lib: str):
+    """A function of the inputs (by position) that evaluates ``expr`` with NumPy or PyTorch."""
+    import numpy as np
+
+    try:
+        code = compile(expr, "<ref>", "eval")
+    except SyntaxError as err:
+        raise TimingError(f"cannot read --ref {expr!r}: {err.msg}") from None
+    base = dict(namespace or {})
+    if lib == "torch":
+        base.update(np=_TorchAsNumpy(), numpy=_TorchAsNumpy())
+    else:
+        base.update(np=np, numpy=np)
+
+    def run(*inputs: Any) -> Any:
+        scope = dict(base)
+        scope.update(zip(names, inputs, strict=False))
+        return eval(code, scope)  # noqa: S307 - the user's own expression, in their kernel
+
+    return run
+
+
+def reference_outputs(
+    ref: Any, inputs: list[Any], sig: Any, target: Any, namespace: dict[str, Any] | None
+) -> list[Any] | None:
+    """The expected outputs (NumPy) of the function for ``inputs``, or ``None`` without a ref."""
+    import numpy as np
+
+    from ..build import build_module
+    from ..results import Built
+    from ..tvm_compat import IRModule, PrimFunc, is_tvm_object
+
+    if ref is None:
+        return None
+    names = [p.name for p in sig.inputs]
+    try:
+        if isinstance(ref, str):
+            value = expression_function(ref, names, namespace, "numpy")(*inputs)
+        elif isinstance(ref, Built) or (
+            is_tvm_object(ref) and isinstance(ref, (IRModule(), PrimFunc()))
+        ):
+            built = ref if isinstance(ref, Built) else build_module(ref, target)
+            value = built[sig.name if sig.name in built.signatures else None](*inputs)
+        elif callable(ref):
+            value = ref(*inputs)
+        else:
+            value = ref
+    except TimingError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a failing reference is the user's to fix
+        raise TimingError(f"the reference failed: {type(err).__name__}: {err}") from None
+    values = list(value) if isinstance(value, (tuple, list)) else [value]
+    return [np.asarray(v.numpy() if hasattr(v, "numpy") else v) for v in values]
+
+
+def compare(outputs: list[Any], expected: list[Any], names: list[str]) -> str | None:
+    """``None`` when every output matches its reference, else what differs."""
+    import numpy as np
+
+    for name, got, want in zip(names, outputs, expected, strict=False):
+        if got.shape != want.shape:
+            return f"output {name} has shape {got.shape}, the reference {want.shape}"
+        if not np.allclose(got, want, rtol=1e-4, atol=1e-4, equal_nan=True):
+            err = float(np.max(np.abs(got.astype("float64") - want.astype("float64"))))
+            return f"output {name} differs from the reference (max abs error {err:.3g})"
+    return None

@@ -1,0 +1,168 @@
+"""Time built functions with TVM's ``time_evaluator`` after checking their outputs."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+from ..errors import MLCError, TimingError
+from ..results import Built, Timing
+from .inputs import random_inputs
+from .reference import compare, reference_outputs
+
+DEFAULT_MIN_REPEAT_MS = 50.0
+NOISY_SPREAD = 0.25
+
+
+def estimate_flops(mod: Any, name: str) -> float | None:
+    """TVM's TIR FLOP estimate for function ``name`` (``None`` when it cannot tell)."""
+    from ..tvm_compat import PrimFunc, s_tir, tvm
+
+    try:
+        func = mod[name]
+        if not isinstance(func, PrimFunc()):
+            return None
+        flops = float(s_tir().analysis.estimate_tir_flops(tvm().IRModule({name: func})))
+    except Exception:  # noqa: BLE001 - the estimator refuses some functions
+        return None
+    return flops or None
+
+
+def _timing(name: str, results: list[float], number: int, flops: float | None, **kw: Any) -> Timing:
+    median = statistics.median(results)
+    return Timing(
+        name=name,
+        median_s=median,
+        mean_s=statistics.fmean(results),
+        std_s=statistics.pstdev(results) if len(results) > 1 else 0.0,
+        min_s=min(results),
+        runs=len(results),
+        number=number,
+        flops=flops,
+        gflops=flops / median / 1e9 if flops and median else None,
+        results_s=tuple(results),
+        **kw,
+    )
+
+
+def _built(obj: Any, target: Any) -> Built:
+    from ..build import build_module
+
+    obj = getattr(obj, "built", obj)
+    return obj if isinstance(obj, Built) else build_module(obj, target)
+
+
+def _func_name(obj: Any, func_name: str | None) -> str | None:
+    """The function a variant names: ``lib.mm_relu`` names ``mm_relu``."""
+    return getattr(obj, "func_name", None) or func_name
+
+
+def time_module(
+    mod_or_built: Any,
+    target: Any = None,
+    *,
+    func_name: str | None = None,
+    args: Any = None,
+    ref: Any = None,
+    seed: int = 0,
+    number: int | None = None,
+    repeat: int = 5,
+    min_repeat_ms: float = DEFAULT_MIN_REPEAT_MS,
+    name: str | None = None,
+    namespace: dict[str, Any] | None = None,
+    expected: list[Any] | None = None,
+) -> Timing:
+    """Build (cached), check against ``ref`` and time one function with ``time_evaluator``.
+
+    ``ref`` is a NumPy expression over the parameter names, a callable, a module or arrays;
+    a mismatch gives a ``Timing`` with ``correct=False`` and ``error`` set instead of a time.
+    """
+    from ..build.call import prepare, runtime_function, to_device
+    from ..build.targets import describe_target, device_for
+
+    built = _built(mod_or_built, target)
+    sig = prepare(built, _func_name(mod_or_built, func_name))
+    label = name or sig.name
+    tname = describe_target(built.target)
+    inputs = list(args) if args is not None else random_inputs(sig, seed)
+    tensors, allocated = to_device(built, sig, tuple(inputs))
+    n_out = allocated or sig.n_outputs
+    inputs = inputs[: len(sig.inputs)]
+    func = runtime_function(built, sig.name)
+    result = func(*tensors)
+    outputs = [result] if sig.relax else tensors[len(tensors) - n_out :]
+    outputs = [o.numpy() if hasattr(o, "numpy") else o for o in outputs]
+    if expected is None:
+        expected = reference_outputs(ref, inputs, sig, built.target, namespace)
+    correct = None
+    if expected is not None:
+        names = [p.name for p in sig.outputs] or ["result"]
+        problem = compare(outputs, expected, names)
+        if problem:
+            return Timing(
+                label, None, None, None, None, 0, correct=False, error=problem, target=tname
+            )
+        correct = True
+    dev = device_for(built.target)
+    try:
+        if sig.relax:
+            vm = tvm_vm(built)
+            timer = vm.time_evaluator(
+                sig.name, dev, number=number or 1, repeat=repeat, min_repeat_ms=int(min_repeat_ms)
+            )
+        else:
+            timer = built.executable.mod.time_evaluator(
+                sig.name, dev, number=number or 1, repeat=repeat, min_repeat_ms=int(min_repeat_ms)
+            )
+        measured = timer(*tensors)
+    except MLCError:
+        raise
+    except Exception as err:  # noqa: BLE001
+        raise TimingError(f"timing {sig.name} failed: {str(err).strip()[:300]}") from None
+    results = [float(x) for x in measured.results]
+    return _timing(
+        label,
+        results,
+        number or 0,
+        estimate_flops(built.mod, sig.name),
+        correct=correct,
+        target=tname,
+    )
+
+
+def tvm_vm(built: Built) -> Any:
+    from ..build.targets import device_for
+    from ..tvm_compat import tvm
+
+    return tvm().relax.VirtualMachine(built.executable, device_for(built.target))
+
+
+def time_callable(
+    name: str,
+    fn: Any,
+    inputs: list[Any],
+    *,
+    repeat: int = 5,
+    min_repeat_ms: float = DEFAULT_MIN_REPEAT_MS,
+    flops: float | None = None,
+    kind: str = "python",
+) -> Timing:
+    """Time a Python callable the way ``time_evaluator`` does: calibrated loops, ``repeat`` runs."""
+    fn(*inputs)
+    number, elapsed = 1, 0.0
+    while True:
+        start = time.perf_counter()
+        for _ in range(number):
+            fn(*inputs)
+        elapsed = time.perf_counter() - start
+        if elapsed * 1e3 >= min_repeat_ms or number >= 1 << 20:
+            break
+        number *= 2 if elapsed <= 0 else max(2, min(10, int(min_repeat_ms / 1e3 / elapsed) + 1))
+    results = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn(*inputs)
+        results.append((time.perf_counter() - start) / number)
+    return _timing(name, results, number, flops, kind=kind, correct=True)

@@ -1,0 +1,82 @@
+"""Modules from the MLC book shared by the build / measure tests (parsed through ``cells``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mlc_jupyter.cells import parse_script
+from mlc_jupyter.tvm_compat import Schedule
+
+LISTINGS = Path(__file__).parent / "course" / "listings"
+COURSE_TARGET = "llvm -num-cores=2"
+
+
+def listing(name: str, obj: str) -> Any:
+    """Parse a book listing (course spelling) and return the object it defines."""
+    return parse_script((LISTINGS / name).read_text(), {}, kind="tir").objects[obj]
+
+
+def mm_relu() -> Any:
+    return listing("ch2_mm_relu.py", "MyModule")
+
+
+def transform(mod: Any, jfactor: int) -> Any:
+    """The book's §2.4 exercise: split j by ``jfactor``, reorder, move C under j0."""
+    sch = Schedule(mod)
+    block_y = sch.get_sblock("Y", func_name="mm_relu")
+    i, j, k = sch.get_loops(block_y)
+    j0, j1 = sch.split(j, factors=[None, jfactor])
+    sch.reorder(j0, k, j1)
+    sch.reverse_compute_at(sch.get_sblock("C", "mm_relu"), j0)
+    return sch.mod
+
+
+def vector_add_gpu() -> Any:
+    """Book §6.1.3: the vector add bound to blockIdx.x / threadIdx.x."""
+    sch = Schedule(listing("ch6_vector_add.py", "MyModuleVecAdd"))
+    (i,) = sch.get_loops(sch.get_sblock("C"))
+    i0, i1 = sch.split(i, [None, 128])
+    sch.bind(i0, "blockIdx.x")
+    sch.bind(i1, "threadIdx.x")
+    return sch.mod
+
+
+def window_sum_gpu() -> Any:
+    """Book §6.1.4: window sum with a shared-memory stage and cooperative fetching."""
+    sch = Schedule(listing("ch6_window_sum.py", "MyModuleWindowSum"))
+    block_c = sch.get_sblock("C")
+    (i,) = sch.get_loops(block_c)
+    i0, i1 = sch.split(i, [None, 128])
+    sch.bind(i0, "blockIdx.x")
+    sch.bind(i1, "threadIdx.x")
+    a_shared = sch.cache_read(block_c, read_buffer_index=0, storage_scope="shared")
+    sch.compute_at(a_shared, i1)
+    ax = sch.get_loops(a_shared)[-1]
+    ax0, ax1 = sch.split(ax, [None, 128])
+    sch.bind(ax1, "threadIdx.x")
+    return sch.mod
+
+
+MISSING_EXTERN = """
+@T.prim_func
+def calls_missing(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+    T.func_attr({"global_symbol": "calls_missing", "tirx.noalias": True})
+    T.evaluate(T.call_extern("int32", "mlc_no_such_symbol", A.data, B.data))
+"""
+
+RELAX_ADD = """
+@I.ir_module
+class AddTwice:
+    @R.function
+    def main(x: R.Tensor((4, 4), "float32"), y: R.Tensor((4, 4), "float32")):
+        with R.dataflow():
+            z = R.add(x, y)
+            out = R.add(z, y)
+            R.output(out)
+        return out
+"""
+
+
+def parse(text: str, kind: str = "tir") -> Any:
+    return parse_script(text, {}, kind=kind).value

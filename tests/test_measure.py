@@ -1,0 +1,96 @@
+"""time_module / time_functions: checked before timed, same inputs for every variant, GFLOP/s."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from build_support import COURSE_TARGET, RELAX_ADD, mm_relu, parse, transform, vector_add_gpu
+
+from mlc_jupyter.build import build_module, gpu_present
+from mlc_jupyter.errors import NoGPUError, TimingError
+from mlc_jupyter.measure import report_for, time_functions, time_module
+from mlc_jupyter.results import Timing
+
+FAST = {"repeat": 3, "min_repeat_ms": 5}
+MM_FLOPS = 2 * 128**3 + 128 * 128  # multiply-add per k, plus the relu's max
+
+
+def test_one_function_is_checked_against_a_numpy_expression_and_timed():
+    t = time_module(mm_relu(), COURSE_TARGET, ref="np.maximum(A @ B, 0)", **FAST)
+    assert t.correct is True and t.error is None
+    assert t.runs == 3 and t.min_s <= t.median_s
+    assert t.flops == pytest.approx(MM_FLOPS, rel=0.01)
+    assert t.gflops == pytest.approx(t.flops / t.median_s / 1e9)
+    assert "num-cores=2" in t.target
+
+
+def test_a_wrong_result_is_reported_instead_of_a_time():
+    t = time_module(mm_relu(), COURSE_TARGET, ref="A @ B + 1", **FAST)
+    assert t.correct is False and t.median_s is None
+    assert "output C differs from the reference (max abs error" in t.error
+
+
+def test_a_callable_and_another_module_serve_as_references():
+    assert time_module(mm_relu(), ref=lambda a, b: np.maximum(a @ b, 0), **FAST).correct
+    assert time_module(transform(mm_relu(), 8), ref=mm_relu(), **FAST).correct
+
+
+def test_without_a_reference_correctness_is_unknown():
+    assert time_module(mm_relu(), **FAST).correct is None
+
+
+def test_given_arguments_are_used_as_the_inputs():
+    a = np.zeros((128, 128), "float32")
+    t = time_module(mm_relu(), args=(a, a), ref=lambda x, y: np.zeros((128, 128)), **FAST)
+    assert t.correct
+
+
+def test_a_reference_that_fails_says_so():
+    with pytest.raises(TimingError, match="the reference failed: NameError"):
+        time_module(mm_relu(), ref="np.maximum(A @ Q, 0)", **FAST)
+
+
+def test_a_reference_that_does_not_parse_says_so():
+    with pytest.raises(TimingError, match="cannot read --ref"):
+        time_module(mm_relu(), ref="np.maximum(A @", **FAST)
+
+
+def test_a_relax_module_is_timed_through_the_vm():
+    t = time_module(parse(RELAX_ADD, "relax"), ref="x + 2 * y", **FAST)
+    assert t.correct and t.median_s > 0
+
+
+def test_the_book_chapter_2_variants_side_by_side_with_numpy_and_torch():
+    report = time_functions(
+        {"naive": mm_relu(), "jfactor8": transform(mm_relu(), 8)},
+        COURSE_TARGET,
+        ref="np.maximum(A @ B, 0)",
+        **FAST,
+    )
+    assert report.names == ["naive", "jfactor8", "numpy", "torch"]
+    assert all(t.correct for t in report.timings)
+    assert report["naive"].speedup == pytest.approx(1.0)
+    assert report["jfactor8"].speedup > 1.5
+    assert report["numpy"].kind == "numpy" and report["numpy"].gflops > 0
+
+
+def test_variants_are_compared_with_the_first_when_there_is_no_reference():
+    report = time_functions({"naive": mm_relu(), "j8": transform(mm_relu(), 8)}, **FAST)
+    assert report["j8"].correct is True and report.names == ["naive", "j8"]
+
+
+def test_a_built_function_names_its_variant():
+    lib = build_module(mm_relu(), COURSE_TARGET)
+    t = time_functions({"lib.mm_relu": lib.mm_relu}, **FAST).timings[0]
+    assert t.name == "lib.mm_relu" and t.median_s > 0
+
+
+def test_a_large_spread_gives_a_warning():
+    noisy = Timing("noisy", 1.0, 1.5, 0.9, 0.5, 3, results_s=(0.5, 1.0, 3.0))
+    assert "noisy: runs vary by 90%" in report_for(noisy).warnings[0]
+
+
+@pytest.mark.skipif(gpu_present("cuda"), reason="a GPU is present")
+def test_timing_a_cuda_build_without_a_gpu_says_no_gpu_is_present():
+    with pytest.raises(NoGPUError, match="no GPU is present"):
+        time_module(vector_add_gpu(), "cuda")

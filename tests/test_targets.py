@@ -1,0 +1,82 @@
+"""The one target parser every magic shares: course strings, aliases, tags, dicts, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlc_jupyter.build import describe_target, gpu_present, is_gpu_target, resolve_target
+from mlc_jupyter.errors import TargetError
+from mlc_jupyter.tvm_compat import host_cpu, tvm
+
+
+@pytest.mark.parametrize("spec", ["llvm", "cpu", {"kind": "llvm"}, None])
+def test_cpu_targets_mean_this_cpu(spec):
+    target = resolve_target(spec)
+    assert target.kind.name == "llvm"
+    assert str(target.attrs["mcpu"]) == host_cpu()
+
+
+@pytest.mark.parametrize(
+    ("spec", "cores"),
+    [("llvm -num-cores=2", 2), ("llvm --num-cores=1", 1), ("cpu -num-cores=2", 2)],
+)
+def test_course_target_strings_with_flags_are_understood(spec, cores):
+    target = resolve_target(spec)
+    assert int(target.attrs["num-cores"]) == cores
+    assert str(target.attrs["mcpu"]) == host_cpu()
+
+
+def test_a_named_mcpu_is_kept():
+    assert str(resolve_target("llvm -mcpu=znver4").attrs["mcpu"]) == "znver4"
+    assert str(resolve_target({"kind": "llvm", "mcpu": "skylake"}).attrs["mcpu"]) == "skylake"
+
+
+def test_a_target_object_without_mcpu_gets_the_host_cpu():
+    target = resolve_target(tvm().target.Target({"kind": "llvm"}))
+    assert str(target.attrs["mcpu"]) == host_cpu()
+
+
+@pytest.mark.parametrize("spec", ["cuda", "gpu", "nvidia/nvidia-h100", {"kind": "cuda"}])
+def test_gpu_spellings_resolve_to_cuda(spec):
+    target = resolve_target(spec)
+    assert target.kind.name == "cuda"
+    assert is_gpu_target(target)
+
+
+def test_a_tag_keeps_its_architecture():
+    assert str(resolve_target("nvidia/nvidia-h100").attrs["arch"]) == "sm_90a"
+
+
+def test_cpu_targets_are_not_gpu_targets_and_are_present():
+    assert not is_gpu_target("llvm -num-cores=2")
+    assert gpu_present("llvm")
+
+
+def test_describe_shows_the_resolved_target():
+    assert describe_target("llvm -num-cores=2") == f"llvm -num-cores=2 -mcpu={host_cpu()}"
+
+
+def test_an_unknown_flag_is_named_in_the_error():
+    with pytest.raises(TargetError, match="unknown flag 'num-corez' for target kind 'llvm'"):
+        resolve_target("llvm -num-corez=2")
+
+
+def test_an_unknown_flag_in_a_dict_is_named_too():
+    with pytest.raises(TargetError, match="unknown flag 'bogus'"):
+        resolve_target({"kind": "llvm", "bogus": 1})
+
+
+def test_an_unknown_kind_lists_the_known_ones():
+    with pytest.raises(TargetError, match="unknown target kind 'llvn'") as info:
+        resolve_target("llvn")
+    assert "cpu, gpu" in info.value.hint
+
+
+def test_a_word_that_is_not_a_flag_is_refused():
+    with pytest.raises(TargetError, match="cannot read 'num-cores=2'"):
+        resolve_target("llvm num-cores=2")
+
+
+def test_a_value_of_the_wrong_kind_is_refused():
+    with pytest.raises(TargetError, match="a target is a string, a dict"):
+        resolve_target(42)
