@@ -21,6 +21,6 @@ PY=${PYTHON:-python3}
 .venv/bin/python -m pip install -q -e ".[test,torch]"
 
 if [ -f labextension/build.sh ]; then
-  bash labextension/build.sh
+  bash labextension/build.sh --link --test
 fi
 echo "setup: done (.venv ready)"

@@ -1,0 +1,132 @@
+"""Tuning progress and results as rich output: HTML with inline styles plus a text fallback."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from ..results import TuneProgress, TuneResult
+
+_BOX = (
+    "font-family: var(--jp-code-font-family, monospace); font-size: 12px; "
+    "color: var(--jp-content-font-color1, inherit); padding: 4px 0"
+)
+
+
+def _latency(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} us"
+    if seconds < 1:
+        return f"{seconds * 1e3:.3f} ms"
+    return f"{seconds:.2f} s"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(round(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+def _curve_svg(curves: dict[str, tuple[tuple[int, float], ...]], total: int) -> str:
+    """A small step plot of best latency against trials, one line per task."""
+    width, height, pad = 320, 90, 4
+    points = [p for curve in curves.values() for p in curve]
+    if not points:
+        return ""
+    top = max(lat for _, lat in points)
+    low = min(lat for _, lat in points)
+    span = (top - low) or top or 1.0
+    colors = ["#1976d2", "#e65100", "#2e7d32", "#6a1b9a", "#c62828", "#00838f"]
+    lines = []
+    for i, curve in enumerate(curves.values()):
+        coords = []
+        for trial, lat in curve:
+            x = pad + (width - 2 * pad) * trial / max(total, 1)
+            y = pad + (height - 2 * pad) * (1 - (top - lat) / span)
+            coords.append(f"{x:.1f},{y:.1f}")
+        color = colors[i % len(colors)]
+        lines.append(
+            f'<polyline fill="none" stroke="{color}" stroke-width="1.5" '
+            f'points="{" ".join(coords)}"/>'
+        )
+    return (
+        f'<svg width="{width}" height="{height}" role="img" '
+        f'aria-label="best latency against trials" '
+        f'style="border: 1px solid var(--jp-border-color2, #ccc)">{"".join(lines)}</svg>'
+    )
+
+
+def progress_text(event: TuneProgress) -> str:
+    """One line for a terminal: trials, best latency and GFLOP/s, elapsed, estimate of the rest."""
+    gflops = f" ({event.best_gflops:.1f} GFLOP/s)" if event.best_gflops else ""
+    errors = ""
+    if event.build_errors or event.run_errors:
+        errors = f", failed: {event.build_errors} build / {event.run_errors} run"
+    resumed = f", resumed from {event.resumed_from}" if event.resumed_from else ""
+    return (
+        f"[{event.task}] {event.trials_done}/{event.trials_total} trials, "
+        f"best {_latency(event.best_latency_s)}{gflops}, elapsed {_duration(event.elapsed_s)}, "
+        f"left ~{_duration(event.eta_s)}{resumed}{errors}"
+    )
+
+
+def progress_bundle(event: TuneProgress, curves: dict[str, Any] | None = None) -> dict[str, str]:
+    """The live progress block: a bar, the numbers, the curve, where the log is."""
+    fraction = event.trials_done / max(event.trials_total, 1)
+    bar = (
+        '<div style="width: 320px; height: 8px; background: var(--jp-layout-color3, #ddd)">'
+        f'<div style="width: {100 * fraction:.0f}%; height: 8px; '
+        'background: var(--jp-brand-color1, #1976d2)"></div></div>'
+    )
+    curves = curves or {event.task: event.curve}
+    error = f"<div>first error: {html.escape(event.first_error)}</div>" if event.first_error else ""
+    body = (
+        f'<div style="{_BOX}">{bar}<div>{html.escape(progress_text(event))}</div>'
+        f"{_curve_svg(curves, event.trials_total)}{error}"
+        f"<div>log: <code>{html.escape(event.log_path)}</code></div></div>"
+    )
+    return {"text/html": body, "text/plain": progress_text(event)}
+
+
+def result_text(result: TuneResult) -> str:
+    """The summary a result prints: latencies, speed-up, records, where the work dir is."""
+    gflops = f" ({result.best_gflops:.1f} GFLOP/s)" if result.best_gflops else ""
+    speedup = f"{result.speedup:.2f}x" if result.speedup else "-"
+    lines = [
+        f"TuneResult ({result.kind}, {result.n_records} records"
+        + (", interrupted" if result.interrupted else "")
+        + ")",
+        f"  tuned    {_latency(result.best_latency_s)}{gflops}",
+        f"  untuned  {_latency(result.baseline_latency_s)}   speed-up {speedup}",
+        f"  trials   {result.trials_new} new"
+        + (f", {result.resumed_from} from earlier runs" if result.resumed_from else ""),
+        f"  work dir {result.work_dir}",
+    ]
+    if result.build_errors or result.run_errors:
+        lines.append(
+            f"  failed   {result.build_errors} build / {result.run_errors} run; "
+            f"first: {result.first_error}"
+        )
+    if result.rpc:
+        lines.append(f"  measured on RPC devices {result.rpc}")
+    return "\n".join(lines)
+
+
+def result_bundle(result: TuneResult) -> dict[str, str]:
+    text = result_text(result)
+    svg = _curve_svg(dict(result.curves), max(result.n_records, 1))
+    return {
+        "text/html": f'<div style="{_BOX}"><pre style="margin: 0">{html.escape(text)}</pre>'
+        f"{svg}</div>",
+        "text/plain": text,
+    }
+
+
+def register_formatters(ipython: Any) -> None:
+    """Show a :class:`TuneResult` with :func:`result_bundle` in notebooks and terminals."""
+    formatters = ipython.display_formatter.formatters
+    formatters["text/html"].for_type(TuneResult, lambda r: result_bundle(r)["text/html"])
+    formatters["text/plain"].for_type(TuneResult, lambda r, p, cycle: p.text(result_text(r)))

@@ -1,0 +1,139 @@
+"""``%mlc_tune`` and ``%mlc_devices``: MetaSchedule tuning with live progress, RPC devices."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+
+from ..display.tune import progress_bundle, progress_text, register_formatters, result_bundle
+
+
+class _Progress:
+    """Live progress: one updated display in a notebook, a line now and then in a terminal."""
+
+    def __init__(self, shell: Any, quiet: bool) -> None:
+        self.quiet = quiet
+        self.rich = getattr(shell, "kernel", None) is not None
+        self.handle: Any = None
+        self.curves: dict[str, Any] = {}
+        self.last = 0.0
+        self.started = False
+
+    def __call__(self, event: Any) -> None:
+        if self.quiet:
+            return
+        if not self.started:
+            self.started = True
+            print(f"tuning in {event.work_dir} (MetaSchedule log: {event.log_path})")
+        self.curves[event.task] = event.curve
+        if self.rich:
+            bundle = progress_bundle(event, self.curves)
+            if self.handle is None:
+                self.handle = display(bundle, raw=True, display_id=True)
+            else:
+                self.handle.update(bundle, raw=True)
+            return
+        now = time.perf_counter()
+        if now - self.last >= 2.0 or event.trials_done >= event.trials_total:
+            self.last = now
+            print(progress_text(event), flush=True)
+
+
+def _lookup(shell: Any, name: str) -> Any:
+    try:
+        value = eval(name, shell.user_ns)  # noqa: S307 - the user's own expression
+    except Exception as err:  # noqa: BLE001
+        raise UsageError(f"%mlc_tune: cannot find {name!r} in the notebook: {err}") from None
+    from ..tvm_compat import is_tvm_object
+
+    if callable(value) and not is_tvm_object(value):
+        value = value()  # a plain Python function that builds the module
+    return value
+
+
+@magics_class
+class TuneMagics(Magics):
+    """Tuning with MetaSchedule from a notebook."""
+
+    @magic_arguments()
+    @argument(
+        "mod", help="PrimFunc, TensorIR IRModule, Relax IRModule, or a function returning one"
+    )
+    @argument("--target", default=None, help="target (default: this CPU with all its cores)")
+    @argument("--trials", type=int, default=64, help="measured candidates in all (default 64)")
+    @argument("--per-iter", type=int, default=None, help="candidates per search round")
+    @argument("--work-dir", default=None, help="database folder (default: per-workload cache)")
+    @argument("--fresh", action="store_true", help="forget earlier records and start over")
+    @argument("--seed", type=int, default=None, help="random seed of the search")
+    @argument("--space", default="default", help="'default' or the name of a schedule function")
+    @argument("--rpc", default=None, help="HOST:PORT:KEY of a TVM RPC tracker, or 'env'")
+    @argument("--as", dest="name", default=None, help="bind the result here (default MOD_tuned)")
+    @argument("--quiet", action="store_true", help="no progress output")
+    @line_magic
+    def mlc_tune(self, line: str) -> Any:
+        """Tune MOD with MetaSchedule; bind a TuneResult (tuned module, trace, speed-up).
+
+        Records live in a JSON database in the work dir: running the same tune again resumes
+        (measured trials are not measured again), ``--fresh`` starts over, Ctrl-C stops after
+        the batch in flight and keeps the best so far.
+        """
+        args = parse_argstring(self.mlc_tune, line)
+        mod = _lookup(self.shell, args.mod)
+        space = args.space
+        if space != "default":
+            space = self.shell.user_ns.get(space, space)
+            if not callable(space):
+                raise UsageError("--space takes 'default' or the name of a schedule function")
+        from ..tune import tune
+
+        progress = _Progress(self.shell, args.quiet)
+        result = tune(
+            mod,
+            args.target,
+            trials=args.trials,
+            per_iter=args.per_iter,
+            work_dir=args.work_dir,
+            fresh=args.fresh,
+            seed=args.seed,
+            space=space,
+            rpc=args.rpc,
+            on_progress=progress,
+        )
+        name = args.name or f"{args.mod.split('.')[-1]}_tuned"
+        self.shell.user_ns[name] = result
+        if not args.quiet:
+            print(f"bound {name}")
+            display(result_bundle(result), raw=True)
+        return None
+
+    @magic_arguments()
+    @argument("tracker", nargs="?", default=None, help="HOST:PORT (default: TVM_TRACKER_HOST/PORT)")
+    @line_magic
+    def mlc_devices(self, line: str) -> Any:
+        """List the device keys an RPC tracker knows, with free and pending counts."""
+        import os
+
+        args = parse_argstring(self.mlc_devices, line)
+        spec = args.tracker
+        if spec is None:
+            host, port = os.environ.get("TVM_TRACKER_HOST"), os.environ.get("TVM_TRACKER_PORT")
+            if not (host and port):
+                raise UsageError("%mlc_devices needs HOST:PORT or TVM_TRACKER_HOST/PORT set")
+            spec = f"{host}:{port}"
+        from ..tune import list_devices
+
+        devices = list_devices(spec)
+        if not devices:
+            print(f"tracker {spec}: no devices registered")
+        for dev in devices:
+            print(f"{dev['key']:<20} free {dev['free']:>3}  pending {dev['pending']:>3}")
+
+
+def register(ipython: Any) -> None:
+    ipython.register_magics(TuneMagics)
+    register_formatters(ipython)

@@ -1,0 +1,153 @@
+"""The measure callback that writes records, tracks the best, and reports progress.
+
+It replaces MetaSchedule's ``AddToDatabase`` + ``RemoveBuildArtifact``: every measured candidate
+is committed to the JSON database at once (a killed kernel loses at most the batch in flight),
+candidates known from an earlier run are not committed twice, and after each batch one
+:class:`~mlc_jupyter.results.TuneProgress` event goes to ``on_progress``. When the run must stop
+(Ctrl-C, or ``on_progress`` raised ``KeyboardInterrupt``), it raises :class:`StopTuning` *after*
+the batch is saved.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tvm.ir.utils import derived_object
+
+from ..results import TuneProgress
+from ..tvm_compat import meta_schedule
+from .workers import INTERRUPTED, KNOWN_PREFIX, Shared, StopTuning
+
+ms = meta_schedule()
+
+
+@derived_object
+class RecordAndReport(ms.measure_callback.PyMeasureCallback):
+    """Commit each batch to the database and emit one progress event."""
+
+    def __init__(
+        self,
+        shared: Shared,
+        database: Any,
+        trials_total: int,
+        done_before: int,
+        on_progress: Callable[[TuneProgress], None] | None,
+        log_path: str,
+        work_dir: str,
+        curves: dict[str, list[tuple[int, float]]],
+    ) -> None:
+        super().__init__()
+        self.shared = shared
+        self.database = database
+        self.trials_total = trials_total
+        self.done_before = done_before
+        self.done = done_before
+        self.on_progress = on_progress
+        self.log_path = log_path
+        self.work_dir = work_dir
+        self.curves = curves
+        self.start = time.perf_counter()
+        self.new_done = 0
+        self.reused = 0
+        self.in_batch = 0
+        self.last_tick = 0.0
+        self.flops: dict[str, float | None] = {}
+        shared.tick = self._tick
+
+    def _tick(self, task: str) -> None:
+        """One candidate measured inside a batch: report now and then, not every time."""
+        self.in_batch += 1
+        now = time.perf_counter()
+        if now - self.last_tick < 0.5:
+            return
+        self.last_tick = now
+        best = self.shared.best.get(task)
+        curve = tuple(self.curves.get(task, ()))
+        flop = self.flops.get(task)
+        self._emit(task, best, flop, curve, self.done + self.in_batch)
+
+    def apply(
+        self,
+        task_scheduler: Any,
+        task_id: int,
+        measure_candidates: list[Any],
+        builder_results: list[Any],
+        runner_results: list[Any],
+    ) -> None:
+        record = task_scheduler.tasks_[task_id]
+        ctx = record.ctx
+        task = str(ctx.task_name)
+        flop = float(record.flop) if record.flop else None
+        self.flops[task] = flop
+        self.in_batch = 0
+        workload = self.database.commit_workload(ctx.mod)
+        for cand, built, ran in zip(
+            measure_candidates, builder_results, runner_results, strict=False
+        ):
+            path = str(built.artifact_path) if built.artifact_path is not None else ""
+            if path.startswith(KNOWN_PREFIX):
+                self.reused += 1
+                continue
+            if path and os.path.isfile(path):
+                os.remove(path)
+            secs = [float(x) for x in ran.run_secs] if ran.run_secs is not None else None
+            if ran.error_msg is not None and str(ran.error_msg) == INTERRUPTED:
+                continue
+            if built.error_msg is None and ran.error_msg is not None:
+                self.shared.note_error("run", str(ran.error_msg))
+            self.database.commit_tuning_record(
+                ms.database.TuningRecord(
+                    trace=cand.sch.trace,
+                    workload=workload,
+                    run_secs=secs,
+                    target=ctx.target,
+                    args_info=cand.args_info,
+                )
+            )
+            self.new_done += 1
+            if secs:
+                mean = sum(secs) / len(secs)
+                best = self.shared.best.get(task, float("inf"))
+                self.shared.best[task] = min(best, mean)
+        self.done += len(measure_candidates)
+        best = self.shared.best.get(task)
+        curve = self.curves.setdefault(task, [])
+        if best is not None:
+            curve.append((self.done, best))
+        self._emit(task, best, flop, tuple(curve), self.done)
+        if self.shared.stop.is_set():
+            raise StopTuning("interrupted")
+
+    def _emit(
+        self, task: str, best: float | None, flop: float | None, curve: tuple, done: int
+    ) -> None:
+        elapsed = time.perf_counter() - self.start
+        fresh = done - self.done_before
+        left = max(0, self.trials_total - done)
+        eta = elapsed / fresh * left if fresh > 0 else None
+        event = TuneProgress(
+            task=task,
+            trials_done=min(done, self.trials_total),
+            trials_total=self.trials_total,
+            best_latency_s=best,
+            best_gflops=flop / best / 1e9 if flop and best else None,
+            elapsed_s=elapsed,
+            eta_s=eta,
+            curve=curve,
+            build_errors=self.shared.build_errors,
+            run_errors=self.shared.run_errors,
+            first_error=self.shared.first_error,
+            reused=self.reused,
+            resumed_from=self.done_before,
+            log_path=self.log_path,
+            work_dir=self.work_dir,
+        )
+        if self.on_progress is None:
+            return
+        try:
+            self.on_progress(event)
+        except KeyboardInterrupt:
+            self.shared.stop.set()

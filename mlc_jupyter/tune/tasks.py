@@ -1,0 +1,123 @@
+"""Turn what the user gave (PrimFunc, TensorIR module, Relax module) into MetaSchedule tasks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import TuneError
+from ..tvm_compat import meta_schedule, tvm
+
+
+@dataclass
+class Tasks:
+    """The tasks of one tuning run and how to put the results back together."""
+
+    kind: str  # "tir" or "relax"
+    workload: Any  # the IRModule that was tuned (PrimFuncs normalised, noalias added)
+    names: list[str]  # task names, in task order
+    mods: list[Any]  # one IRModule per task, its function named "main"
+    weights: list[float]
+    func_names: list[str]  # for tir: the name of each task's function in ``workload``
+    prepared: Any = None  # for relax: the module legalised and fused into TIR kernels
+
+
+def _normalise_func(func: Any) -> Any:
+    """A PrimFunc as MetaSchedule stores it: ``tirx.noalias`` set, module with ``main``.
+
+    Passing the module unnormalised is the ``compile_tir`` trap (the stored workload gains
+    ``"tirx.noalias"`` and no longer matches); doing it here, once, avoids it.
+    """
+    _tvm = tvm()
+    if not (func.attrs and "tirx.noalias" in func.attrs):
+        func = func.with_attr("tirx.noalias", True)
+    func = func.with_attr("global_symbol", "main")
+    return _tvm.IRModule({"main": func})
+
+
+def _has_relax(mod: Any) -> bool:
+    _tvm = tvm()
+    return any(isinstance(f, _tvm.relax.Function) for _, f in mod.functions_items())
+
+
+def collect_tasks(mod: Any, target: Any) -> Tasks:
+    """Split ``mod`` into tuning tasks (one per PrimFunc, or per fused Relax kernel)."""
+    _tvm = tvm()
+    if isinstance(mod, _tvm.relax.Function):
+        mod = _tvm.IRModule({"main": mod})
+    if isinstance(mod, _tvm.tirx.PrimFunc):
+        mod = _tvm.IRModule({"main": mod})
+    if not isinstance(mod, _tvm.IRModule):
+        raise TuneError(
+            f"cannot tune a {type(mod).__name__}: give a PrimFunc, a TensorIR IRModule "
+            "or a Relax IRModule"
+        )
+    if _has_relax(mod):
+        ms = meta_schedule()
+        prepared = _fuse(mod, target)
+        extracted = ms.relax_integration.extract_tasks(prepared, target)
+        extracted = [t for t in extracted if not t.mod.attrs.get("tirx.is_scheduled", False)]
+        if not extracted:
+            raise TuneError("this Relax module has no kernels left to tune")
+        return Tasks(
+            kind="relax",
+            workload=mod,
+            names=[str(t.task_name) for t in extracted],
+            mods=[t.dispatched[0] for t in extracted],
+            weights=[float(t.weight) for t in extracted],
+            func_names=[],
+            prepared=prepared,
+        )
+    names, mods, func_names = [], [], []
+    functions = {}
+    for gv, func in mod.functions_items():
+        if isinstance(func, _tvm.tirx.PrimFunc):
+            task_mod = _normalise_func(func)
+            functions[gv.name_hint] = task_mod["main"]
+            names.append(gv.name_hint)
+            mods.append(task_mod)
+            func_names.append(gv.name_hint)
+    if not mods:
+        raise TuneError("this module has no PrimFunc to tune")
+    if len(mods) == 1:
+        workload = mods[0]
+    else:
+        workload = _tvm.IRModule(
+            {name: f.with_attr("global_symbol", name) for name, f in functions.items()}
+        )
+    return Tasks("tir", workload, names, mods, [1.0] * len(mods), func_names)
+
+
+def assemble_tir(tasks: Tasks, best_mods: dict[str, Any]) -> Any:
+    """The tuned TensorIR module: each task's best schedule under its original name."""
+    _tvm = tvm()
+    if len(tasks.mods) == 1:
+        return best_mods.get(tasks.names[0], tasks.mods[0])
+    funcs = {}
+    for name, task_mod in zip(tasks.names, tasks.mods, strict=False):
+        func = best_mods.get(name, task_mod)["main"]
+        funcs[name] = func.with_attr("global_symbol", name)
+    return _tvm.IRModule(funcs)
+
+
+def _fuse(mod: Any, target: Any) -> Any:
+    """Legalise Relax operators into TIR and fuse them into the kernels that become tasks."""
+    _tvm = tvm()
+    relax = _tvm.relax
+    passes = [
+        relax.transform.LegalizeOps(),
+        relax.transform.AnnotateTIROpPattern(),
+        relax.transform.FoldConstant(),
+        relax.transform.FuseOps(),
+        relax.transform.FuseTIR(),
+    ]
+    with target, _tvm.transform.PassContext(opt_level=3):
+        return _tvm.transform.Sequential(passes)(mod)
+
+
+def apply_relax(tasks: Tasks, database: Any, target: Any) -> Any:
+    """The fused Relax module with each tuned kernel taken from the database (not yet lowered)."""
+    _tvm = tvm()
+    with target, database, _tvm.transform.PassContext(opt_level=3):
+        apply = _tvm.relax.transform.MetaScheduleApplyDatabase(enable_warning=False)
+        return apply(tasks.prepared)

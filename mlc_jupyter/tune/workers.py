@@ -1,0 +1,255 @@
+"""Warm, in-process builder and runner for MetaSchedule.
+
+MetaSchedule's ``LocalBuilder``/``LocalRunner`` start fresh worker processes every round (each one
+re-imports TVM, and the first build imports ``tvm.s_tir.tensor_intrin`` for ~33 s), export and
+link a shared library per candidate, and measure every candidate for 100 ms however slow it is.
+Here both live in the kernel's own process for its whole life: a candidate is compiled with
+``tvm.compile`` (~0.05 s), kept in memory under a key that stands in for the artifact path, and
+timed with ``time_evaluator`` — once, briefly, when it is clearly slower than the best so far.
+
+This module imports TVM at import time; import it lazily.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from tvm.ir.utils import derived_object
+
+from ..tvm_compat import meta_schedule, structural_hash, tvm
+
+ms = meta_schedule()
+_tvm = tvm()
+
+#: Prefix of the in-memory "artifact paths" the builder hands to the runner.
+MEMORY_PREFIX = "mlc-memory:"
+#: Prefix of the artifact path of a candidate already measured in an earlier run (resume).
+KNOWN_PREFIX = "mlc-known:"
+#: The run error of candidates skipped because the run is stopping (not saved as records).
+INTERRUPTED = "interrupted before measurement"
+
+
+class StopTuning(Exception):  # noqa: N818 - a signal, not an error
+    """Raised inside MetaSchedule's loop to end the run (Ctrl-C or a progress callback)."""
+
+
+class Shared:
+    """State shared by the builder, runner and progress callback of one tuning run."""
+
+    def __init__(self) -> None:
+        self.modules: dict[str, Any] = {}
+        self.known: dict[int, list[float]] = {}
+        self.known_hits: set[str] = set()
+        self.best: dict[str, float] = {}
+        self.stop = threading.Event()
+        self.build_errors = 0
+        self.run_errors = 0
+        self.first_error = ""
+        self.early_stopped = 0
+        self.counter = itertools.count()
+        self.tick: Callable[[str], None] | None = None
+
+    def note_error(self, kind: str, message: str) -> None:
+        if kind == "build":
+            self.build_errors += 1
+        else:
+            self.run_errors += 1
+        if not self.first_error:
+            lines = [line for line in str(message).strip().splitlines() if line.strip()]
+            self.first_error = f"{kind}: " + (lines[-1] if lines else "unknown error")
+
+
+def _workload_key(mod: Any) -> str:
+    """The name of the task a candidate module belongs to (its first PrimFunc's name)."""
+    for gv, _ in mod.functions_items():
+        return gv.name_hint
+    return "main"
+
+
+def _build_one(mod: Any, target: Any) -> Any:
+    from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
+
+    mod = RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod)
+    return _tvm.compile(mod, target=target)
+
+
+@derived_object
+class InProcessBuilder(ms.builder.PyBuilder):
+    """Compile candidates in this process; keep them in memory (or export them for RPC)."""
+
+    def __init__(self, shared: Shared, export_dir: str | None = None) -> None:
+        super().__init__()
+        self.shared = shared
+        self.export_dir = export_dir
+
+    def build(self, build_inputs: list[Any]) -> list[Any]:
+        shared = self.shared
+        if shared.stop.is_set():
+            raise StopTuning("interrupted")
+        results = []
+        for item in build_inputs:
+            if shared.known:
+                digest = int(structural_hash(item.mod))
+                if digest in shared.known:
+                    key = f"{KNOWN_PREFIX}{digest}"
+                    shared.known_hits.add(key)
+                    results.append(ms.builder.BuilderResult(key, None))
+                    continue
+            try:
+                rt_mod = _build_one(item.mod, item.target)
+            except Exception as err:  # noqa: BLE001 - reported to the user, not dropped
+                shared.note_error("build", str(err) or traceback.format_exc())
+                results.append(ms.builder.BuilderResult(None, str(err) or type(err).__name__))
+                continue
+            number = next(shared.counter)
+            if self.export_dir is not None:
+                path = f"{self.export_dir}/candidate_{number}.so"
+                rt_mod.export_library(path)
+                results.append(ms.builder.BuilderResult(path, None))
+            else:
+                key = f"{MEMORY_PREFIX}{number}:{_workload_key(item.mod)}"
+                shared.modules[key] = rt_mod
+                results.append(ms.builder.BuilderResult(key, None))
+        return results
+
+
+@derived_object
+class _DoneFuture(ms.runner.PyRunnerFuture):
+    def __init__(self, result: Any) -> None:
+        super().__init__()
+        self._result = result
+
+    def done(self) -> bool:
+        return True
+
+    def result(self) -> Any:
+        return self._result
+
+
+def _alloc_args(args_info: list[Any], device: Any, cache: dict[str, list[Any]]) -> list[Any]:
+    key = repr([(tuple(int(x) for x in a.shape), str(a.dtype)) for a in args_info])
+    if key not in cache:
+        rng = np.random.default_rng(0)
+        arrays = []
+        for info in args_info:
+            shape = [int(x) for x in info.shape]
+            dtype = str(info.dtype)
+            if dtype.startswith("float"):
+                data = rng.uniform(-1, 1, size=shape).astype(dtype)
+            else:
+                data = rng.integers(0, 8, size=shape).astype(dtype)
+            arrays.append(_tvm.runtime.tensor(data, device=device))
+        cache[key] = arrays
+    return cache[key]
+
+
+def measure(
+    rt_mod: Any,
+    args: list[Any],
+    device: Any,
+    best: float | None,
+    budget_s: float = 0.05,
+    slower_factor: float = 1.5,
+) -> tuple[list[float], bool]:
+    """Time ``rt_mod``'s entry function; cut short when it is clearly slower than ``best``.
+
+    Returns the per-repeat seconds and whether the measurement stopped early.
+    """
+    name = "main"  # MetaSchedule names every task's function "main"
+    rt_mod = getattr(rt_mod, "mod", rt_mod)  # tvm.compile returns an Executable
+    probe = rt_mod.time_evaluator(name, device, number=1, repeat=1)
+    first = float(probe(*args).mean)
+    if best is not None and first > slower_factor * best:
+        return [first], True
+    number = max(1, min(1000, int(budget_s / 3 / max(first, 1e-7))))
+    timer = rt_mod.time_evaluator(name, device, number=number, repeat=3)
+    return [float(x) for x in timer(*args).results], False
+
+
+@derived_object
+class InProcessRunner(ms.runner.PyRunner):
+    """Time in-memory candidates in this process, reusing argument buffers between candidates."""
+
+    def __init__(self, shared: Shared, device: Any, budget_s: float = 0.05) -> None:
+        super().__init__()
+        self.shared = shared
+        self.device = device
+        self.budget_s = budget_s
+        self.arg_cache: dict[str, list[Any]] = {}
+
+    def run(self, runner_inputs: list[Any]) -> list[Any]:
+        shared = self.shared
+        futures = []
+        for item in runner_inputs:
+            path = str(item.artifact_path)
+            if path.startswith(KNOWN_PREFIX):
+                secs = shared.known[int(path[len(KNOWN_PREFIX) :])]
+                futures.append(_DoneFuture(ms.runner.RunnerResult(secs, None)))
+                continue
+            rt_mod = shared.modules.pop(path, None)
+            if shared.stop.is_set():
+                futures.append(_DoneFuture(ms.runner.RunnerResult(None, INTERRUPTED)))
+                continue
+            if rt_mod is None:
+                futures.append(_DoneFuture(ms.runner.RunnerResult(None, "missing artifact")))
+                continue
+            task = path.split(":", 2)[-1]
+            try:
+                args = _alloc_args(list(item.args_info), self.device, self.arg_cache)
+                secs, early = measure(rt_mod, args, self.device, shared.best.get(task))
+            except Exception as err:  # noqa: BLE001 - counted by the callback, not dropped
+                futures.append(_DoneFuture(ms.runner.RunnerResult(None, str(err))))
+                continue
+            shared.early_stopped += int(early)
+            mean = sum(secs) / len(secs)
+            if mean < shared.best.get(task, float("inf")):
+                shared.best[task] = mean
+            futures.append(_DoneFuture(ms.runner.RunnerResult(secs, None)))
+            if shared.tick is not None:
+                shared.tick(task)
+        return futures
+
+
+def make_rpc_runner(host: str, port: int, key: str) -> Any:
+    """MetaSchedule's RPC runner for devices registered with a tracker under ``key``."""
+    config = ms.runner.RPCConfig(
+        tracker_host=host, tracker_port=port, tracker_key=key, session_timeout_sec=60
+    )
+    evaluator = ms.runner.EvaluatorConfig(number=3, repeat=1, min_repeat_ms=50)
+    return ms.runner.RPCRunner(config, evaluator, max_workers=1)
+
+
+def light_tensor_intrin(target_kind: str) -> None:
+    """Register only the tensor intrinsics a target can use, once per process.
+
+    ``TuneContext`` imports ``tvm.s_tir.tensor_intrin``, which parses every intrinsic of every
+    backend (~35 s here, 20 s of it CUDA's). MetaSchedule's default CPU rules use none of the
+    GPU ones, so for an ``llvm`` target the package is set up without its ``__init__`` and only
+    the CPU modules are imported (~2 s). GPU targets get the full import. A later explicit
+    ``import tvm.s_tir.tensor_intrin.cuda`` still works.
+    """
+    import importlib
+    import importlib.util
+    import sys
+
+    name = "tvm.s_tir.tensor_intrin"
+    if name in sys.modules:
+        if target_kind != "llvm":
+            for sub in ("cuda", "rocm"):
+                importlib.import_module(f"{name}.{sub}")
+        return
+    if target_kind != "llvm":
+        importlib.import_module(name)
+        return
+    spec = importlib.util.find_spec(name)
+    if spec is None:
+        return
+    package = importlib.util.module_from_spec(spec)
+    sys.modules[name] = package
+    for sub in ("dot_product_common", "x86", "arm_cpu", "riscv_cpu"):
+        importlib.import_module(f"{name}.{sub}")

@@ -1,0 +1,140 @@
+"""The tuning service: progress, resume, interrupt, result quality, errors (real MetaSchedule)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mlc_jupyter.errors import NoGPUError, TuneError
+
+
+def _matmul(n: int):
+    from tvm import te
+
+    a = te.placeholder((n, n), name="A")
+    b = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    return te.create_prim_func([a, b, c])
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory):
+    from mlc_jupyter.tune import tune
+
+    work = tmp_path_factory.mktemp("tune128")
+    events = []
+    result = tune(_matmul(128), trials=24, per_iter=8, work_dir=work, seed=0,
+                  on_progress=events.append)  # fmt: skip
+    return result, events, work
+
+
+def test_progress_events_arrive_with_trials_and_a_falling_best_latency(first_run):
+    result, events, _ = first_run
+    assert events, "no progress event arrived"
+    assert events[-1].trials_done == events[-1].trials_total == 24
+    done = [e.trials_done for e in events]
+    assert done == sorted(done)
+    assert events[-1].best_latency_s is not None and events[-1].best_gflops > 0
+    curve = events[-1].curve
+    assert [lat for _, lat in curve] == sorted((lat for _, lat in curve), reverse=True)
+    assert events[-1].log_path.endswith("tune.log")
+
+
+def test_tuned_module_beats_the_untuned_one_and_matches_numpy(first_run):
+    import tvm
+
+    result, _, _ = first_run
+    assert result.speedup > 2, result
+    assert result.n_records == 24 and not result.interrupted
+    assert result.trace is not None and "main" in str(result.workload)
+    rt = tvm.compile(result.mod, target=result.target)
+    rng = np.random.default_rng(1)
+    a = rng.random((128, 128), dtype="float32")
+    b = rng.random((128, 128), dtype="float32")
+    c = tvm.runtime.tensor(np.zeros((128, 128), "float32"))
+    rt["main"](tvm.runtime.tensor(a), tvm.runtime.tensor(b), c)
+    np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-4)
+
+
+def test_top_records_are_fastest_first_and_replay_on_their_workload(first_run):
+    from mlc_jupyter.tune import top_records
+
+    _, _, work = first_run
+    best = top_records(work, 3)
+    assert len(best) == 3
+    assert best[0].latency_s <= best[1].latency_s <= best[2].latency_s
+    from mlc_jupyter.tvm_compat import Schedule
+
+    sch = Schedule(best[0].workload_mod)
+    best[0].trace.apply_to_schedule(sch, remove_postproc=False)
+
+
+def test_a_second_run_resumes_without_measuring_again(first_run):
+    from mlc_jupyter.tune import tune
+
+    first, _, work = first_run
+    events = []
+    again = tune(_matmul(128), trials=32, per_iter=8, work_dir=work, seed=0,
+                 on_progress=events.append)  # fmt: skip
+    assert again.resumed_from == 24
+    assert again.trials_new == 8 and again.n_records == 32
+    assert events[0].trials_done > 24  # the curve continues where it was
+    same = tune(_matmul(128), trials=32, work_dir=work)
+    assert same.trials_new == 0 and same.n_records == 32
+    assert same.best_latency_s is not None
+
+
+def test_an_interrupt_keeps_the_finished_records_and_returns_the_best_so_far(tmp_path):
+    from mlc_jupyter.tune import top_records, tune
+
+    def stop(event):
+        if event.trials_done >= 8:
+            raise KeyboardInterrupt
+
+    result = tune(_matmul(64), trials=64, per_iter=8, work_dir=tmp_path, on_progress=stop)
+    assert result.interrupted
+    assert 8 <= result.n_records < 64
+    assert len(top_records(tmp_path, 100)) == result.n_records
+    assert result.best_latency_s is not None and result.speedup > 1
+
+
+def test_a_real_ctrl_c_stops_the_run_and_restores_the_handler(tmp_path):
+    import os
+    import signal
+
+    from mlc_jupyter.tune import tune
+
+    before = signal.getsignal(signal.SIGINT)
+
+    def ctrl_c(event):
+        if event.trials_done >= 8:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    result = tune(_matmul(64), trials=64, per_iter=8, work_dir=tmp_path, on_progress=ctrl_c)
+    assert result.interrupted and 8 <= result.n_records < 64
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_a_gpu_target_without_a_gpu_is_refused_at_once():
+    import tvm
+
+    if tvm.cuda(0).exist:
+        pytest.skip("this machine has a GPU")
+    from mlc_jupyter.tune import tune
+
+    with pytest.raises(NoGPUError, match="needs a CUDA GPU, and this machine has none"):
+        tune(_matmul(64), "cuda", trials=8)
+
+
+def test_bad_requests_get_short_messages():
+    from mlc_jupyter.tune import top_records, tune
+
+    with pytest.raises(TuneError, match="--rpc expects HOST:PORT:KEY"):
+        tune(_matmul(64), rpc="localhost:9190")
+    with pytest.raises(TuneError, match="--trials must be at least 1"):
+        tune(_matmul(64), trials=0)
+    with pytest.raises(TuneError, match="cannot tune a str"):
+        tune("not a module", trials=4)
+    with pytest.raises(TuneError, match="holds no tuning database"):
+        top_records("/nonexistent/work/dir", 3)

@@ -1,0 +1,77 @@
+"""``%mlc_tune`` in a real IPython shell, and a Relax MLP tuned end to end."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from IPython.core.error import UsageError
+
+from mlc_jupyter.results import TuneResult
+
+
+def _matmul(n: int):
+    from tvm import te
+
+    a = te.placeholder((n, n), name="A")
+    b = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    return te.create_prim_func([a, b, c])
+
+
+def test_mlc_tune_binds_a_result_and_prints_progress_and_a_summary(shell, tmp_path, capsys):
+    shell.user_ns["mm"] = _matmul(64)
+    shell.run_line_magic("mlc_tune", f"mm --trials 8 --per-iter 8 --work-dir {tmp_path}")
+    out = capsys.readouterr().out
+    result = shell.user_ns["mm_tuned"]
+    assert isinstance(result, TuneResult) and result.n_records == 8
+    assert f"tuning in {tmp_path}" in out
+    assert "8/8 trials" in out and "speed-up" in out and "bound mm_tuned" in out
+    assert "Sending" not in out and "TaskScheduler" not in out  # MetaSchedule logs go to a file
+    assert "Sending" in (tmp_path / "logs" / "tune.log").read_text()
+
+
+def test_mlc_tune_as_and_quiet_bind_silently_and_resume(shell, tmp_path, capsys):
+    shell.user_ns["mm"] = _matmul(64)
+    shell.run_line_magic("mlc_tune", f"mm --trials 8 --per-iter 8 --work-dir {tmp_path} --quiet")
+    shell.run_line_magic("mlc_tune", f"mm --trials 8 --work-dir {tmp_path} --as again --quiet")
+    assert capsys.readouterr().out == ""
+    assert shell.user_ns["again"].trials_new == 0
+    assert shell.user_ns["again"].n_records == 8
+
+
+def test_mlc_tune_names_a_missing_module_in_one_line(shell):
+    with pytest.raises(UsageError, match="cannot find 'nothing_here' in the notebook"):
+        shell.run_line_magic("mlc_tune", "nothing_here --trials 4")
+
+
+def test_a_relax_mlp_tunes_end_to_end_and_matches_numpy(tmp_path):
+    import tvm
+    from tvm.script import ir as I  # noqa: N812
+    from tvm.script import relax as R  # noqa: N812
+
+    from mlc_jupyter.tune import tune
+
+    @I.ir_module
+    class MLP:
+        @R.function
+        def main(
+            x: R.Tensor((1, 64), "float32"),
+            w0: R.Tensor((32, 64), "float32"),
+            w1: R.Tensor((10, 32), "float32"),
+        ):
+            with R.dataflow():
+                h = R.nn.relu(R.matmul(x, R.permute_dims(w0)))
+                y = R.matmul(h, R.permute_dims(w1))
+                R.output(y)
+            return y
+
+    result = tune(MLP, trials=16, per_iter=8, work_dir=tmp_path)
+    assert result.kind == "relax" and len(result.task_workloads) >= 2
+    assert set(result.curves) <= set(result.task_workloads)
+    assert result.baseline_latency_s and result.best_latency_s
+    rng = np.random.default_rng(0)
+    x, w0, w1 = (rng.random(s, dtype="float32") for s in [(1, 64), (32, 64), (10, 32)])
+    vm = tvm.relax.VirtualMachine(tvm.compile(result.mod, target=result.target), tvm.cpu())
+    y = vm["main"](*(tvm.runtime.tensor(a) for a in (x, w0, w1))).numpy()
+    np.testing.assert_allclose(y, np.maximum(x @ w0.T, 0) @ w1.T, rtol=1e-4)
