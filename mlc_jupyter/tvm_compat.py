@@ -8,7 +8,9 @@ TVM is imported lazily: importing this module costs nothing.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -132,3 +134,24 @@ def is_tvm_object(obj: Any) -> bool:
     """True for TVM objects, without importing TVM when it is not loaded yet."""
     module = type(obj).__module__ or ""
     return module.split(".")[0] in {"tvm", "tvm_ffi"}
+
+
+@contextlib.contextmanager
+def meta_schedule_outside_notebook() -> Iterator[None]:
+    """Keep MetaSchedule from drawing its pandas tables and clearing the cell.
+
+    In a Jupyter kernel MetaSchedule's C++ side asks ``s_tir.meta_schedule.using_ipython`` and, if
+    true, prints tables with pandas (not a dependency; ``No module named 'pandas'``) and calls
+    ``clear_output``. While this context is active it sees a plain process and logs as text.
+    """
+    from tvm_ffi import get_global_func, register_global_func
+
+    name = "s_tir.meta_schedule.using_ipython"
+    meta_schedule()  # registers the original
+    original = get_global_func(name, allow_missing=True)
+    register_global_func(name, lambda: False, override=True)
+    try:
+        yield
+    finally:
+        if original is not None:
+            register_global_func(name, original, override=True)

@@ -85,6 +85,20 @@ def test_a_scheduled_variant_is_a_different_cache_entry(ab):
     np.testing.assert_allclose(built.mm_relu(a, b), np.maximum(a @ b, 0), rtol=1e-4)
 
 
+def test_a_schedule_builds_its_current_module(ab):
+    from mlc_jupyter.tvm_compat import Schedule
+
+    sch = Schedule(mm_relu())
+    built = build_module(sch, COURSE_TARGET)
+    a, b = ab
+    np.testing.assert_allclose(built.mm_relu(a, b), np.maximum(a @ b, 0), rtol=1e-4)
+
+
+def test_something_that_is_not_a_module_is_refused_with_what_is_accepted():
+    with pytest.raises(BuildError, match="a Schedule or a tuning result, not int"):
+        build_module(3, COURSE_TARGET)
+
+
 def test_a_prim_func_builds_on_its_own(ab):
     built = build_module(mm_relu()["mm_relu"], COURSE_TARGET)
     assert built.functions == ["mm_relu"]
@@ -160,7 +174,10 @@ def test_asking_for_cuda_source_of_a_cpu_build_says_how_to_get_it(lib):
 
 
 def test_a_build_failure_is_one_line():
-    with pytest.raises(BuildError, match="a PrimFunc, an IRModule or a Relax function"):
+    with pytest.raises(
+        BuildError,
+        match="a PrimFunc, an IRModule, a Relax function, a Schedule or a tuning result, not str",
+    ):
         build_module("not a module")
 
 

@@ -68,7 +68,13 @@ def as_module(obj: Any) -> IRModule:
         return _tvm.IRModule({name: obj.with_attr("global_symbol", name)})
     if isinstance(obj, _tvm.relax.Function):
         return _tvm.IRModule({"main": obj})
-    raise TypeError(f"expected a PrimFunc, an IRModule or a Relax function, not {type(obj)}")
+    inner = getattr(obj, "mod", None)  # a Schedule, a %mlc_tune or %mlc_trace result
+    if inner is not None and inner is not obj:
+        return as_module(inner)
+    raise TypeError(
+        "expected a PrimFunc, an IRModule, a Relax function, a Schedule or a tuning result, "
+        f"not {type(obj).__name__}"
+    )
 
 
 def is_relax(mod: Any) -> bool:
