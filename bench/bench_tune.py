@@ -1,22 +1,32 @@
 """Bench: raw ``ms.tune_tir`` against ``mlc_jupyter.tune`` at equal trials, fp32 matmul.
 
-Prints, per size: trials per minute of each and the ratio, time to first measurement, the best
-latency and GFLOP/s of each, and NumPy's on the same matmul. Cold start (a fresh Python process,
-``import tvm`` included) is measured in subprocesses.
+Prints, per size: trials per minute of each and the ratio, time to first measurement (warm:
+this process has tuned before), the best latency and GFLOP/s of each next to NumPy's on the same
+matmul, and the load average. Cold start (a fresh Python process, ``import tvm`` included, 128^3)
+is measured in subprocesses. Both tuners get the same target, seed, trials and round size, and
+both best schedules are timed the same way (``mlc_jupyter.measure.time_module`` on
+``num-cores`` threads). ``TVM_NUM_THREADS`` is set to the core count so that raw
+``tune_tir``'s runner processes also time candidates on every core (TVM's own default on x86 is
+half the logical CPUs: one thread here).
 
-    .venv/bin/python bench/bench_tune.py --sizes 128 512 1024 --trials 64
-    .venv/bin/python bench/bench_tune.py --sizes 1024 --trials 256 --no-raw   # the long run
+    .venv/bin/python bench/bench_tune.py                       # 1024 at 256; 128, 512 at 64
+    .venv/bin/python bench/bench_tune.py --sizes 128:32 --no-cold
+    .venv/bin/python bench/bench_tune.py --sizes 1024:256 --no-raw
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
+
+os.environ.setdefault("TVM_NUM_THREADS", str(os.cpu_count() or 1))
 
 
 def matmul(n: int):
@@ -30,6 +40,7 @@ def matmul(n: int):
 
 
 def numpy_seconds(n: int) -> float:
+    """Median seconds of NumPy's ``a @ b`` (its BLAS, all cores), 5 runs of calibrated loops."""
     rng = np.random.default_rng(0)
     a = rng.random((n, n), dtype="float32")
     b = rng.random((n, n), dtype="float32")
@@ -45,29 +56,40 @@ def numpy_seconds(n: int) -> float:
 
 
 def run_driver(n: int, trials: int, per_iter: int, seed: int) -> dict:
+    """Tune with ``mlc_jupyter.tune``; time the search to its last record, then the result."""
     from mlc_jupyter.tune import tune
 
     start = time.perf_counter()
     first: list[float] = []
+    last: list[float] = [start]
 
     def on_progress(event) -> None:
         if not first and event.best_latency_s is not None:
             first.append(time.perf_counter())
+        last[0] = time.perf_counter()
 
     work = tempfile.mkdtemp(prefix="bench-driver-")
     result = tune(matmul(n), trials=trials, per_iter=per_iter, work_dir=work, seed=seed,
                   on_progress=on_progress)  # fmt: skip
     return {
-        "tune_s": result.elapsed_s,
+        "tune_s": last[0] - start,
+        "total_s": time.perf_counter() - start,
         "first_s": first[0] - start if first else None,
         "first_abs": first[0] if first else None,
         "best_s": result.best_latency_s,
-        "trials": result.n_records,
+        "trials": result.trials_new,
         "errors": result.build_errors + result.run_errors,
     }
 
 
+#: Raw ``tune_tir``'s build timeout. Its default, 30 s, livelocks here: a fresh build worker's
+#: first build imports ``tvm.s_tir.tensor_intrin`` (~33 s), so it is killed and replaced by one
+#: that fails the same way. Everything else stays MetaSchedule's default.
+RAW_BUILD_TIMEOUT_S = 120.0
+
+
 def run_raw(n: int, trials: int, per_iter: int, seed: int) -> dict:
+    """Tune with raw ``ms.tune_tir`` (default runner and callbacks; build timeout raised)."""
     from tvm.ir.utils import derived_object
 
     from mlc_jupyter.tune.options import tuning_target
@@ -87,15 +109,21 @@ def run_raw(n: int, trials: int, per_iter: int, seed: int) -> dict:
 
     work = tempfile.mkdtemp(prefix="bench-raw-")
     func = matmul(n)
-    database = ms.tune_tir(
-        func, target, work, trials, num_trials_per_iter=per_iter, seed=seed,
-        measure_callbacks=[*ms.measure_callback.MeasureCallback.create("default"), FirstResult()],
-    )  # fmt: skip
+    builder = ms.builder.LocalBuilder(
+        max_workers=int(target.attrs["num-cores"]), timeout_sec=RAW_BUILD_TIMEOUT_S
+    )
+    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):  # its tables
+        database = ms.tune_tir(
+            func, target, work, trials, num_trials_per_iter=per_iter, seed=seed, builder=builder,
+            measure_callbacks=[*ms.measure_callback.MeasureCallback.create("default"),
+                               FirstResult()],
+        )  # fmt: skip
     tune_s = time.perf_counter() - start
     sch = ms.tir_integration.compile_tir(database, func, target)
     best = time_tir(sch.mod, target) if sch is not None else None
     records = len(database.get_all_tuning_records())
-    return {"tune_s": tune_s, "first_s": first[0] - start if first else None,
+    return {"tune_s": tune_s, "total_s": time.perf_counter() - start,
+            "first_s": first[0] - start if first else None,
             "first_abs": first[0] if first else None, "best_s": best,
             "trials": records, "errors": None}  # fmt: skip
 
@@ -108,7 +136,8 @@ def cold_probe(kind: str) -> float | None:
         f"r = b.run_{kind}(128, 8, 8, 0);"
         "print('FIRST', r['first_abs'] - t0)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
     for line in out.stdout.splitlines():
         if line.startswith("FIRST"):
             return float(line.split()[1])
@@ -122,43 +151,70 @@ def fmt(seconds: float | None) -> str:
     return f"{seconds * 1e6:.1f} us" if seconds < 1e-3 else f"{seconds * 1e3:.3f} ms"
 
 
+def secs(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} s"
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def parse_sizes(specs: list[str], trials: int) -> list[tuple[int, int]]:
+    """``["128", "1024:256"]`` -> ``[(128, trials), (1024, 256)]``."""
+    out = []
+    for spec in specs:
+        size, _, count = spec.partition(":")
+        out.append((int(size), int(count) if count else trials))
+    return out
+
+
+def report(n: int, trials: int, ref: float, mine: dict, raw: dict | None) -> None:
+    flop = 2 * n**3
+    print(f"\n== {n}^3 fp32 matmul, {trials} trials ==  ({load()})")
+    print(f"numpy          {fmt(ref):>12}  {flop / ref / 1e9:7.1f} GFLOP/s")
+    rows = [("mlc driver", mine)] + ([("raw tune_tir", raw)] if raw else [])
+    for name, r in rows:
+        rate = r["trials"] / r["tune_s"] * 60
+        gf = flop / r["best_s"] / 1e9 if r["best_s"] else 0.0
+        vs = ref / r["best_s"] if r["best_s"] else 0.0
+        print(f"{name:<14} {fmt(r['best_s']):>12}  {gf:7.1f} GFLOP/s  {vs:5.2f}x numpy  "
+              f"{r['trials']:4d} trials in {r['tune_s']:6.1f} s = {rate:6.1f} trials/min  "
+              f"first measurement (warm) {secs(r['first_s'])}", flush=True)  # fmt: skip
+    if raw:
+        ratio = (mine["trials"] / mine["tune_s"]) / (raw["trials"] / raw["tune_s"])
+        quality = raw["best_s"] / mine["best_s"] if raw["best_s"] and mine["best_s"] else 0.0
+        print(f"driver/raw: trials/min {ratio:.1f}x, result speed {quality:.2f}x", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[128, 512, 1024])
-    parser.add_argument("--trials", type=int, default=64)
-    parser.add_argument("--per-iter", type=int, default=64)
+    parser.add_argument("--sizes", nargs="+", default=["1024:256", "128", "512"],
+                        help="N or N:TRIALS, in order (default: 1024:256 128 512)")  # fmt: skip
+    parser.add_argument("--trials", type=int, default=64, help="trials where a size names none")
+    parser.add_argument("--per-iter", type=int, default=64,
+                        help="candidates per search round (MetaSchedule's default: 64)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-raw", action="store_true", help="skip raw tune_tir")
     parser.add_argument("--no-cold", action="store_true", help="skip the cold-start probes")
     args = parser.parse_args()
 
-    import os
-
-    print(f"machine: {os.cpu_count()} cores; trials {args.trials}, per round {args.per_iter}")
+    print(f"machine: {os.cpu_count()} cores, TVM_NUM_THREADS={os.environ['TVM_NUM_THREADS']}; "
+          f"round size {args.per_iter}, seed {args.seed}; raw build timeout "
+          f"{RAW_BUILD_TIMEOUT_S:.0f} s; {load()}", flush=True)  # fmt: skip
     if not args.no_cold:
         print(f"cold start to first measurement (fresh process, 128^3): "
-              f"driver {cold_probe('driver'):.1f} s", flush=True)  # fmt: skip
+              f"driver {secs(cold_probe('driver'))}", flush=True)  # fmt: skip
         if not args.no_raw:
             print(f"cold start to first measurement (fresh process, 128^3): "
-                  f"raw tune_tir {cold_probe('raw'):.1f} s", flush=True)  # fmt: skip
-    for n in args.sizes:
-        flop = 2 * n**3
+                  f"raw tune_tir {secs(cold_probe('raw'))}", flush=True)  # fmt: skip
+    warm = run_driver(64, 8, 8, args.seed)  # the process has tuned once: workers are warm
+    print(f"warm-up tune (64^3, 8 trials) {secs(warm['total_s'])}; {load()}", flush=True)
+    for n, trials in parse_sizes(args.sizes, args.trials):
         ref = numpy_seconds(n)
-        mine = run_driver(n, args.trials, args.per_iter, args.seed)
-        raw = None if args.no_raw else run_raw(n, args.trials, args.per_iter, args.seed)
-        print(f"\n== {n}^3 fp32 matmul, {args.trials} trials ==")
-        print(f"numpy          {fmt(ref):>12}  {flop / ref / 1e9:7.1f} GFLOP/s")
-        rows = [("mlc driver", mine)] + ([("raw tune_tir", raw)] if raw else [])
-        for name, r in rows:
-            rate = r["trials"] / r["tune_s"] * 60
-            gf = flop / r["best_s"] / 1e9 if r["best_s"] else 0.0
-            vs = ref / r["best_s"] if r["best_s"] else 0.0
-            print(f"{name:<14} {fmt(r['best_s']):>12}  {gf:7.1f} GFLOP/s  {vs:5.2f}x numpy  "
-                  f"{rate:6.1f} trials/min  first measurement {r['first_s']:.1f} s  "
-                  f"tune {r['tune_s']:.0f} s", flush=True)  # fmt: skip
-        if raw:
-            ratio = (mine["trials"] / mine["tune_s"]) / (raw["trials"] / raw["tune_s"])
-            print(f"trials/min ratio driver/raw: {ratio:.1f}x", flush=True)
+        mine = run_driver(n, trials, args.per_iter, args.seed)
+        raw = None if args.no_raw else run_raw(n, trials, args.per_iter, args.seed)
+        report(n, trials, ref, mine, raw)
+    print(f"\ndone; {load()}", flush=True)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from tvm.ir.utils import derived_object
 
 from ..results import TuneProgress
 from ..tvm_compat import meta_schedule
-from .workers import INTERRUPTED, KNOWN_PREFIX, Shared, StopTuning
+from .workers import BUILD_FAILED, INTERRUPTED, KNOWN_PREFIX, Shared, StopTuning
 
 ms = meta_schedule()
 
@@ -96,7 +96,8 @@ class RecordAndReport(ms.measure_callback.PyMeasureCallback):
             secs = [float(x) for x in ran.run_secs] if ran.run_secs is not None else None
             if ran.error_msg is not None and str(ran.error_msg) == INTERRUPTED:
                 continue
-            if built.error_msg is None and ran.error_msg is not None:
+            failed_build = str(ran.error_msg or "").startswith(BUILD_FAILED)
+            if built.error_msg is None and ran.error_msg is not None and not failed_build:
                 self.shared.note_error("run", str(ran.error_msg))
             self.database.commit_tuning_record(
                 ms.database.TuningRecord(

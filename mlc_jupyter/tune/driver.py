@@ -220,7 +220,9 @@ def tune(
     log_path = work / "logs" / LOG_NAME
     done_before, known, curves = _existing(database, tasks)
     remaining = max(0, trials - done_before)
-    per_iter = per_iter or min(64, max(8, remaining // 4 or 8))
+    # Smaller rounds than MetaSchedule's 64 let the cost model learn more often per trial;
+    # with warm in-process workers a round costs little besides the search itself.
+    per_iter = per_iter or min(32, max(8, remaining // 8 or 8))
 
     from .callback import RecordAndReport
     from .workers import (
@@ -230,7 +232,10 @@ def tune(
         light_tensor_intrin,
         make_rpc_runner,
         target_cores,
+        unpin_this_thread,
     )
+
+    unpin_this_thread()
 
     light_tensor_intrin(str(target.kind.name))
     shared = Shared()

@@ -8,46 +8,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import cache_dir, default_target
+from ..config import cache_dir
 from ..errors import NoGPUError, TargetError, TuneError
-from ..tvm_compat import host_cpu, tvm
-
-_GPU_KINDS = {"cuda", "rocm", "vulkan", "metal", "opencl"}
-
-
-def _resolve(spec: Any) -> Any:
-    """A TVM ``Target`` for ``spec``, via the shared target parser when it is there."""
-    try:
-        from ..build import resolve_target  # type: ignore[attr-defined]
-    except ImportError:
-        resolve_target = None
-    if resolve_target is not None:
-        return resolve_target(spec)
-    _tvm = tvm()
-    if isinstance(spec, _tvm.target.Target):
-        return spec
-    if spec is None or spec in ("llvm", "cpu"):
-        spec = {"kind": "llvm"}
-    if isinstance(spec, dict) and spec.get("kind") == "llvm":
-        spec = {"mcpu": host_cpu(), **spec}
-    try:
-        return _tvm.target.Target(spec)
-    except Exception as err:  # noqa: BLE001 - TVM raises several types here
-        raise TargetError(f"cannot understand target {spec!r}: {err}") from None
+from ..tvm_compat import tvm
 
 
 def tuning_target(spec: Any = None) -> Any:
     """The target to tune for: the host CPU (with ``mcpu`` and ``num-cores``) or a GPU that exists.
 
-    A GPU target on a machine without that GPU is refused at once (``NoGPUError``) instead of
-    building candidates for minutes that can never run.
+    The spelling is the shared :func:`mlc_jupyter.build.resolve_target`'s. A GPU target on a
+    machine without that GPU is refused at once (``NoGPUError``) instead of building candidates
+    for minutes that can never run.
     """
-    _tvm = tvm()
-    target = _resolve(default_target() if spec is None else spec)
+    from ..build import gpu_present, is_gpu_target, resolve_target
+
+    target = resolve_target(spec)
     kind = str(target.kind.name)
-    if kind in _GPU_KINDS:
-        device = _tvm.runtime.device(kind, 0)
-        if not device.exist:
+    if is_gpu_target(target):
+        if not gpu_present(target):
             raise NoGPUError(
                 f"target {kind!r} needs a {kind.upper()} GPU, and this machine has none",
                 hint="tune for the CPU (--target llvm) or measure on a GPU machine with --rpc",
@@ -55,15 +33,11 @@ def tuning_target(spec: Any = None) -> Any:
         return target
     if kind != "llvm":
         raise TargetError(f"cannot tune for target kind {kind!r}")
+    if target.attrs.get("num-cores"):
+        return target
     config = dict(target.export())
-    changed = False
-    if "mcpu" not in config or not config["mcpu"]:
-        config["mcpu"] = host_cpu()
-        changed = True
-    if not config.get("num-cores"):
-        config["num-cores"] = os.cpu_count() or 1
-        changed = True
-    return _tvm.target.Target(config) if changed else target
+    config["num-cores"] = os.cpu_count() or 1
+    return tvm().target.Target(config)
 
 
 @dataclass(frozen=True)

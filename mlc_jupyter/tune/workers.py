@@ -3,9 +3,11 @@
 MetaSchedule's ``LocalBuilder``/``LocalRunner`` start fresh worker processes every round (each one
 re-imports TVM, and the first build imports ``tvm.s_tir.tensor_intrin`` for ~33 s), export and
 link a shared library per candidate, and measure every candidate for 100 ms however slow it is.
-Here both live in the kernel's own process for its whole life: a candidate is compiled with
-``tvm.compile`` (~0.05 s), kept in memory under a key that stands in for the artifact path, and
-timed with ``time_evaluator`` — once, briefly, when it is clearly slower than the best so far.
+Here both live in the kernel's own process for its whole life. The builder only files each
+candidate; the runner compiles it with ``tvm.compile`` (~0.05 s) right before timing it, so the
+first measurement of a round comes after one build, not after the whole batch. Candidates are
+timed on a kernel-lifetime thread whose TVM pool has the target's ``num-cores`` workers, briefly
+(the driver re-times the top few at the end), and only once when clearly slower than the best.
 
 This module imports TVM at import time; import it lazily.
 """
@@ -13,9 +15,12 @@ This module imports TVM at import time; import it lazily.
 from __future__ import annotations
 
 import itertools
+import os
 import threading
+import time
 import traceback
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -30,6 +35,8 @@ _tvm = tvm()
 MEMORY_PREFIX = "mlc-memory:"
 #: Prefix of the artifact path of a candidate already measured in an earlier run (resume).
 KNOWN_PREFIX = "mlc-known:"
+#: Prefix of the run error of a candidate that failed to compile (counted as a build error).
+BUILD_FAILED = "build failed: "
 #: The run error of candidates skipped because the run is stopping (not saved as records).
 INTERRUPTED = "interrupted before measurement"
 
@@ -62,6 +69,61 @@ class Shared:
         if not self.first_error:
             lines = [line for line in str(message).strip().splitlines() if line.strip()]
             self.first_error = f"{kind}: " + (lines[-1] if lines else "unknown error")
+
+
+_MEASURERS: dict[int, ThreadPoolExecutor] = {}
+_MEASURERS_LOCK = threading.Lock()
+
+
+def _size_thread_pool(cores: int) -> None:
+    """Give the calling thread a TVM thread pool of ``cores`` workers.
+
+    TVM's pool is per thread and sized once, from ``TVM_NUM_THREADS`` or half the logical CPUs
+    (it assumes hyper-threading): on this 2-core machine a plain process times every kernel on
+    ONE thread while the target says ``num-cores=2``, so a tuned 1024^3 matmul peaks at half the
+    machine. The variable is set only while the pool is created.
+    """
+    saved = os.environ.get("TVM_NUM_THREADS")
+    os.environ["TVM_NUM_THREADS"] = str(cores)
+    try:
+        _tvm.get_global_func("runtime.config_threadpool")(0, cores)
+    finally:
+        if saved is None:
+            del os.environ["TVM_NUM_THREADS"]
+        else:
+            os.environ["TVM_NUM_THREADS"] = saved
+
+
+def on_measure_thread(cores: int, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Run ``fn`` on the kernel-lifetime measuring thread whose TVM pool has ``cores`` workers."""
+    cores = max(1, int(cores))
+    with _MEASURERS_LOCK:
+        executor = _MEASURERS.get(cores)
+        if executor is None:
+            executor = ThreadPoolExecutor(
+                1, thread_name_prefix=f"mlc-measure-{cores}", initializer=_size_thread_pool,
+                initargs=(cores,),
+            )  # fmt: skip
+            _MEASURERS[cores] = executor
+    return executor.submit(fn, *args, **kwargs).result()
+
+
+def unpin_this_thread() -> None:
+    """Let the calling thread (and the search threads it starts) use every CPU again.
+
+    Running a parallel kernel on a thread makes TVM pin that thread to one core; the search's
+    and XGBoost's threads inherit the mask, so after a ``%mlc_time`` in the same kernel the
+    whole search would share one core.
+    """
+    try:
+        os.sched_setaffinity(0, range(os.cpu_count() or 1))
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
+def target_cores(target: Any) -> int:
+    """The ``num-cores`` a CPU target asks for (1 when it does not say)."""
+    return int(target.attrs["num-cores"]) if "num-cores" in target.attrs else 1
 
 
 def _workload_key(mod: Any) -> str:
@@ -100,22 +162,34 @@ class InProcessBuilder(ms.builder.PyBuilder):
                     shared.known_hits.add(key)
                     results.append(ms.builder.BuilderResult(key, None))
                     continue
+            number = next(shared.counter)
+            if self.export_dir is None:
+                # Compiled by the runner just before it is timed: the first measurement
+                # comes after one build instead of after the whole batch.
+                key = f"{MEMORY_PREFIX}{number}:{_workload_key(item.mod)}"
+                shared.modules[key] = _Pending(item.mod, item.target)
+                results.append(ms.builder.BuilderResult(key, None))
+                continue
             try:
                 rt_mod = _build_one(item.mod, item.target)
             except Exception as err:  # noqa: BLE001 - reported to the user, not dropped
                 shared.note_error("build", str(err) or traceback.format_exc())
                 results.append(ms.builder.BuilderResult(None, str(err) or type(err).__name__))
                 continue
-            number = next(shared.counter)
-            if self.export_dir is not None:
-                path = f"{self.export_dir}/candidate_{number}.so"
-                rt_mod.export_library(path)
-                results.append(ms.builder.BuilderResult(path, None))
-            else:
-                key = f"{MEMORY_PREFIX}{number}:{_workload_key(item.mod)}"
-                shared.modules[key] = rt_mod
-                results.append(ms.builder.BuilderResult(key, None))
+            path = f"{self.export_dir}/candidate_{number}.so"
+            rt_mod.export_library(path)
+            results.append(ms.builder.BuilderResult(path, None))
         return results
+
+
+class _Pending:
+    """A candidate the builder accepted; the runner compiles it right before timing it."""
+
+    __slots__ = ("mod", "target")
+
+    def __init__(self, mod: Any, target: Any) -> None:
+        self.mod = mod
+        self.target = target
 
 
 @derived_object
@@ -148,6 +222,12 @@ def _alloc_args(args_info: list[Any], device: Any, cache: dict[str, list[Any]]) 
     return cache[key]
 
 
+#: A candidate whose first call takes longer than this is timed by that call alone.
+SLOW_CALL_S = 0.5
+#: Below this, a plain Python call is too coarse to judge a candidate; ``time_evaluator`` probes.
+COARSE_CALL_S = 0.002
+
+
 def measure(
     rt_mod: Any,
     args: list[Any],
@@ -158,13 +238,21 @@ def measure(
 ) -> tuple[list[float], bool]:
     """Time ``rt_mod``'s entry function; cut short when it is clearly slower than ``best``.
 
+    The first call is timed directly (``time_evaluator`` would add an untimed warm-up call, which
+    costs seconds for the worst candidates of a large workload). A candidate slower than
+    ``slower_factor`` times the best so far, or than ``SLOW_CALL_S``, keeps that one time.
     Returns the per-repeat seconds and whether the measurement stopped early.
     """
     name = "main"  # MetaSchedule names every task's function "main"
     rt_mod = getattr(rt_mod, "mod", rt_mod)  # tvm.compile returns an Executable
-    probe = rt_mod.time_evaluator(name, device, number=1, repeat=1)
-    first = float(probe(*args).mean)
-    if best is not None and first > slower_factor * best:
+    func = rt_mod[name]
+    start = time.perf_counter()
+    func(*args)
+    device.sync()
+    first = time.perf_counter() - start
+    if first < COARSE_CALL_S:
+        first = float(rt_mod.time_evaluator(name, device, number=1, repeat=1)(*args).mean)
+    if first > SLOW_CALL_S or (best is not None and first > slower_factor * best):
         return [first], True
     number = max(1, min(1000, int(budget_s / 3 / max(first, 1e-7))))
     timer = rt_mod.time_evaluator(name, device, number=number, repeat=3)
@@ -175,10 +263,11 @@ def measure(
 class InProcessRunner(ms.runner.PyRunner):
     """Time in-memory candidates in this process, reusing argument buffers between candidates."""
 
-    def __init__(self, shared: Shared, device: Any, budget_s: float = 0.05) -> None:
+    def __init__(self, shared: Shared, device: Any, cores: int, budget_s: float = 0.025) -> None:
         super().__init__()
         self.shared = shared
         self.device = device
+        self.cores = cores
         self.budget_s = budget_s
         self.arg_cache: dict[str, list[Any]] = {}
 
@@ -199,9 +288,21 @@ class InProcessRunner(ms.runner.PyRunner):
                 futures.append(_DoneFuture(ms.runner.RunnerResult(None, "missing artifact")))
                 continue
             task = path.split(":", 2)[-1]
+            if isinstance(rt_mod, _Pending):
+                try:
+                    rt_mod = _build_one(rt_mod.mod, rt_mod.target)
+                except Exception as err:  # noqa: BLE001 - reported to the user, not dropped
+                    message = str(err) or traceback.format_exc()
+                    shared.note_error("build", message)
+                    failed = ms.runner.RunnerResult(None, BUILD_FAILED + message)
+                    futures.append(_DoneFuture(failed))
+                    continue
             try:
                 args = _alloc_args(list(item.args_info), self.device, self.arg_cache)
-                secs, early = measure(rt_mod, args, self.device, shared.best.get(task))
+                secs, early = on_measure_thread(
+                    self.cores, measure, rt_mod, args, self.device, shared.best.get(task),
+                    self.budget_s,
+                )  # fmt: skip
             except Exception as err:  # noqa: BLE001 - counted by the callback, not dropped
                 futures.append(_DoneFuture(ms.runner.RunnerResult(None, str(err))))
                 continue
