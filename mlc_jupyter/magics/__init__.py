@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-MAGIC_MODULES: tuple[str, ...] = ("cells", "build", "tune")
+MAGIC_MODULES: tuple[str, ...] = ("cells", "tune", "trace", "schedule", "build")
 
 
 def register_all(ipython: Any) -> None:

@@ -1,0 +1,75 @@
+"""``%mlc_trace OBJ [--mod MOD] [--as NAME]``: the trace replay widget for a schedule or tune result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+
+
+def _lookup(shell: Any, expr: str, what: str) -> Any:
+    try:
+        return eval(expr, shell.user_ns)  # noqa: S307 - the user's own expression
+    except Exception as err:  # noqa: BLE001
+        raise UsageError(
+            f"%mlc_trace: cannot find {what} {expr!r} in the notebook: {err}"
+        ) from None
+
+
+def _module_candidates(shell: Any) -> list[Any]:
+    """The notebook's IRModules and PrimFuncs, newest first (to find a Schedule's module)."""
+    from ..tvm_compat import IRModule, PrimFunc, is_tvm_object
+
+    kinds = (IRModule(), PrimFunc())
+    values = [v for k, v in shell.user_ns.items() if not k.startswith("_") and is_tvm_object(v)]
+    return [v for v in reversed(values) if isinstance(v, kinds)]
+
+
+@magics_class
+class TraceMagics(Magics):
+    """Schedule traces: step through them, edit their decisions, re-time."""
+
+    @magic_arguments()
+    @argument("obj", help="Schedule, Trace, trace JSON, %%mlc_tune result or tuning record")
+    @argument("--mod", default=None, help="the module the trace was recorded on")
+    @argument("--as", dest="name", default=None, help="bind the picked result here")
+    @argument("--target", default=None, help="target for Re-time (default: as %%mlc_time)")
+    @argument("--static", action="store_true", help="show the static HTML view, no widget")
+    @line_magic
+    def mlc_trace(self, line: str) -> Any:
+        """Replay a schedule trace step by step, edit its sampling decisions, re-time, export.
+
+        A Schedule forgets the module it started from: give it with ``--mod`` (otherwise the
+        notebook's modules are tried). The row picked in the history table is bound to
+        ``--as NAME`` (default ``OBJ_replayed``). Returns the widget (``w = %mlc_trace sch``).
+        """
+        args = parse_argstring(self.mlc_trace, line)
+        obj = _lookup(self.shell, args.obj, "the trace")
+        mod = _lookup(self.shell, args.mod, "the module") if args.mod else None
+        base = args.obj.split(".")[0].split("[")[0]
+        name = args.name or f"{base}_replayed"
+        mod_name = args.mod or (f"{args.obj}.workload" if hasattr(obj, "workload") else "mod")
+        candidates = [] if mod is not None else _module_candidates(self.shell)
+        from ..trace import load_trace
+
+        session = load_trace(obj, mod, candidates)
+        if args.static:
+            from ..display.trace import trace_bundle
+
+            display(trace_bundle(session), raw=True)
+            return None
+        from ..widgets.trace_replay import TraceReplay
+
+        def bind(result: Any) -> None:
+            self.shell.user_ns[name] = result
+
+        return TraceReplay(
+            session=session, mod_name=mod_name, bind=bind, bind_name=name, target=args.target
+        )
+
+
+def register(ipython: Any) -> None:
+    ipython.register_magics(TraceMagics)

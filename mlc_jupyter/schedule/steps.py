@@ -1,0 +1,170 @@
+"""Run schedule code statement by statement on a fresh schedule and record every step."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from .. import tvm_compat
+from ..dialect import translate
+from ..errors import ScheduleStepError
+from ..results import ScheduleRun, ScheduleStep
+from .irdiff import changed_lines
+
+__all__ = [
+    "export_steps",
+    "fresh_schedule",
+    "run_schedule_cell",
+    "short_schedule_error",
+    "trace_lines",
+]
+
+_OBJ_REF = re.compile(r"\b((?:s_tir|tirx|tir)\.(?:SBlock|Block|For|Loop)\w*#\d+)")
+_PRIMITIVE = re.compile(r"schedule primitive '(\w+)'")
+
+
+def fresh_schedule(mod: Any, func_name: str | None = None) -> Any:
+    """A new ``tvm.s_tir.Schedule`` of ``mod`` (an IRModule or PrimFunc); never reuses state."""
+    sch = tvm_compat.Schedule(mod)
+    # a module of one function: let get_sblock(name) find it without func_name
+    if func_name is None:
+        names = [gv.name_hint for gv in sch.mod.get_global_vars()]
+        func_name = names[0] if len(names) == 1 else None
+    if func_name is not None:
+        sch.work_on(func_name)
+    return sch
+
+
+def trace_lines(sch: Any) -> list[str]:
+    """The schedule's trace as Python lines (``sch.get_sblock(...)``, ``sch.split(...)``...)."""
+    return [str(line) for line in sch.trace.as_python()]
+
+
+def short_schedule_error(err: BaseException) -> str:
+    """Turn a TVM ScheduleError (with its whole-IR dump) into one line: primitive: reason."""
+    text = str(err)
+    primitive = _PRIMITIVE.search(text)
+    reason = ""
+    for line in text.splitlines():
+        if line.startswith("Error message:"):
+            reason = line[len("Error message:") :].strip()
+    if not reason:
+        lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+        reason = lines[-1] if lines else type(err).__name__
+        reason = re.sub(r"^(\w+Error: )+", "", reason)
+    # "tirx.For#0" -> the loop/block line the diagnostic annotates ("for j in range(128)")
+    lines = text.splitlines()
+    for ref in set(_OBJ_REF.findall(reason)):
+        for k, line in enumerate(lines[:-1]):
+            if line.strip() == f"# {ref}":
+                target = lines[k + 1].strip().rstrip(":")
+                reason = reason.replace(ref, f"`{target}`")
+                break
+    if primitive:
+        return f"{primitive.group(1)}: {reason}"
+    return reason
+
+
+def _statements(source: str) -> list[tuple[int, int, str]]:
+    """Top-level statements of ``source`` as (first line, last line, text), 1-based."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    out = []
+    for node in tree.body:
+        start = node.lineno
+        if getattr(node, "decorator_list", None):
+            start = min(d.lineno for d in node.decorator_list)
+        end = node.end_lineno or node.lineno
+        out.append((start, end, "\n".join(lines[start - 1 : end])))
+    return out
+
+
+def run_schedule_cell(
+    source: str,
+    mod: Any,
+    *,
+    namespace: dict[str, Any] | None = None,
+    func_name: str | None = None,
+    first_line: int = 2,
+    max_steps: int | None = None,
+) -> ScheduleRun:
+    """Run schedule ``source`` on a fresh schedule of ``mod``, one top-level statement at a time.
+
+    Parameters
+    ----------
+    source
+        Schedule code in the course's spelling or TVM 0.27's; ``sch`` names the schedule.
+    mod
+        The IRModule (or PrimFunc) to schedule; it is never modified.
+    namespace
+        Names the code may read (copied; nothing is written back).
+    func_name
+        Default function for ``sch.get_sblock(name)`` when the module has several.
+    first_line
+        Cell line of the first line of ``source`` (2 below a ``%%`` magic line).
+    max_steps
+        Stop after this many recorded steps (replay the first k steps).
+
+    Returns
+    -------
+    ScheduleRun
+        With ``error`` set (a :class:`ScheduleStepError` at its cell line) when a statement failed;
+        the steps before it are kept.
+    """
+    translated = translate(source).source
+    offset = first_line - 1
+    try:
+        statements = _statements(translated)
+    except SyntaxError as err:
+        line = (err.lineno or 1) + offset
+        raw = source.splitlines()[(err.lineno or 1) - 1] if source.strip() else ""
+        error = ScheduleStepError(
+            f"syntax error: {err.msg}", line=line, column=err.offset or 1, source_line=raw
+        )
+        return ScheduleRun(mod.script(), (), error)
+    sch = fresh_schedule(mod, func_name)
+    ns: dict[str, Any] = {**tvm_compat.script_namespaces(), **(namespace or {}), "sch": sch}
+    ns["s_tir"] = tvm_compat.s_tir()
+    initial = sch.mod.script()
+    steps: list[ScheduleStep] = []
+    previous, n_trace = initial, 0
+    raw_lines = source.splitlines()
+    for start, end, text in statements:
+        if max_steps is not None and len(steps) >= max_steps:
+            break
+        try:
+            exec(compile(text, f"<schedule line {start + offset}>", "exec"), ns)  # noqa: S102
+        except Exception as err:  # noqa: BLE001 - any failure becomes a located step error
+            message = short_schedule_error(err)
+            raw = raw_lines[start - 1] if start - 1 < len(raw_lines) else text
+            error = ScheduleStepError(
+                message, line=start + offset, source_line=raw, span=max(1, len(raw.rstrip()))
+            )
+            return ScheduleRun(initial, tuple(steps), error, None, {})
+        lines = trace_lines(sch)
+        if len(lines) == n_trace:
+            continue
+        script = sch.mod.script()
+        steps.append(
+            ScheduleStep(
+                index=len(steps) + 1,
+                line=start + offset,
+                source="\n".join(raw_lines[start - 1 : end]),
+                trace=tuple(lines[n_trace:]),
+                script=script,
+                changed=tuple(changed_lines(previous, script)),
+                mod=sch.mod,
+            )
+        )
+        previous, n_trace = script, len(lines)
+    user_names = {k: v for k, v in ns.items() if k not in ("__builtins__",)}
+    return ScheduleRun(initial, tuple(steps), None, sch, user_names)
+
+
+def export_steps(sch_or_run: Any) -> str:
+    """Code that, pasted into a ``%%mlc_schedule`` cell, reproduces the schedule's module."""
+    sch = getattr(sch_or_run, "sch", sch_or_run)
+    if sch is None:
+        raise ValueError("nothing to export: the schedule run failed")
+    return "\n".join(trace_lines(sch))
