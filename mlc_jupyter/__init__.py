@@ -8,7 +8,28 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["load_ipython_extension", "parse_relax", "parse_tir", "unload_ipython_extension"]
+__all__ = [
+    "ScheduleStepper",
+    "TraceReplay",
+    "load_ipython_extension",
+    "parse_relax",
+    "parse_tir",
+    "unload_ipython_extension",
+]
+
+#: Public names loaded on first use, so that importing the package stays cheap (no TVM).
+_LAZY = {
+    "ScheduleStepper": "mlc_jupyter.widgets",
+    "TraceReplay": "mlc_jupyter.widgets",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'mlc_jupyter' has no attribute {name!r}")
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -17,6 +17,17 @@ def listing(name: str, obj: str) -> Any:
     return parse_script((LISTINGS / name).read_text(), {}, kind="tir").objects[obj]
 
 
+def matmul(n: int) -> Any:
+    """An ``n``x``n`` fp32 matmul PrimFunc (``C = A @ B``), the tuning tests' workload."""
+    from tvm import te
+
+    a = te.placeholder((n, n), name="A")
+    b = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    return te.create_prim_func([a, b, c])
+
+
 def mm_relu() -> Any:
     return listing("ch2_mm_relu.py", "MyModule")
 

@@ -90,3 +90,12 @@ def test_timing_a_step_records_its_latency(mm_relu):
 def test_the_line_magic_returns_an_interactive_stepper(shell, mm_relu):
     widget = shell.run_line_magic("mlc_schedule", "MyModule")
     assert widget.interactive and "Y" in widget.blocks
+
+
+def test_python_users_open_a_stepper_on_a_module_without_the_magic(mm_relu):
+    import mlc_jupyter
+
+    widget = mlc_jupyter.ScheduleStepper.of(mm_relu, STEPS, func="mm_relu")
+    assert widget.interactive and len(widget.steps) == 5
+    assert widget.apply_code("sch.parallel(i)")  # keeps growing from the given steps
+    assert len(widget.steps) == 6 and "T.parallel" in widget.steps[-1]["unified"]

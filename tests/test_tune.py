@@ -4,18 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from build_support import matmul
 
 from mlc_jupyter.errors import NoGPUError, TuneError
-
-
-def _matmul(n: int):
-    from tvm import te
-
-    a = te.placeholder((n, n), name="A")
-    b = te.placeholder((n, n), name="B")
-    k = te.reduce_axis((0, n), name="k")
-    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
-    return te.create_prim_func([a, b, c])
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +15,7 @@ def first_run(tmp_path_factory):
 
     work = tmp_path_factory.mktemp("tune128")
     events = []
-    result = tune(_matmul(128), trials=24, per_iter=8, work_dir=work, seed=0,
+    result = tune(matmul(128), trials=24, per_iter=8, work_dir=work, seed=0,
                   on_progress=events.append)  # fmt: skip
     return result, events, work
 
@@ -75,13 +66,13 @@ def test_a_second_run_resumes_without_measuring_again(first_run):
 
     first, _, work = first_run
     events = []
-    again = tune(_matmul(128), trials=32, per_iter=8, work_dir=work, seed=0,
+    again = tune(matmul(128), trials=32, per_iter=8, work_dir=work, seed=0,
                  on_progress=events.append)  # fmt: skip
     assert again.resumed_from == 24
     # the search may propose a schedule measured in the first run: it is reused, not re-timed
     assert 1 <= again.trials_new <= 8 and again.n_records == 24 + again.trials_new
     assert events[0].trials_done > 24 and events[-1].trials_done == 32  # the curve continues
-    same = tune(_matmul(128), trials=again.n_records, work_dir=work)
+    same = tune(matmul(128), trials=again.n_records, work_dir=work)
     assert same.trials_new == 0 and same.n_records == again.n_records
     assert same.best_latency_s is not None
 
@@ -93,7 +84,7 @@ def test_an_interrupt_keeps_the_finished_records_and_returns_the_best_so_far(tmp
         if event.trials_done >= 8:
             raise KeyboardInterrupt
 
-    result = tune(_matmul(64), trials=64, per_iter=8, work_dir=tmp_path, on_progress=stop)
+    result = tune(matmul(64), trials=64, per_iter=8, work_dir=tmp_path, on_progress=stop)
     assert result.interrupted
     assert 8 <= result.n_records < 64
     assert len(top_records(tmp_path, 100)) == result.n_records
@@ -112,7 +103,7 @@ def test_a_real_ctrl_c_stops_the_run_and_restores_the_handler(tmp_path):
         if event.trials_done >= 8:
             os.kill(os.getpid(), signal.SIGINT)
 
-    result = tune(_matmul(64), trials=64, per_iter=8, work_dir=tmp_path, on_progress=ctrl_c)
+    result = tune(matmul(64), trials=64, per_iter=8, work_dir=tmp_path, on_progress=ctrl_c)
     assert result.interrupted and 8 <= result.n_records < 64
     assert signal.getsignal(signal.SIGINT) is before
 
@@ -125,16 +116,16 @@ def test_a_gpu_target_without_a_gpu_is_refused_at_once():
     from mlc_jupyter.tune import tune
 
     with pytest.raises(NoGPUError, match="needs a CUDA GPU, and this machine has none"):
-        tune(_matmul(64), "cuda", trials=8)
+        tune(matmul(64), "cuda", trials=8)
 
 
 def test_bad_requests_get_short_messages():
     from mlc_jupyter.tune import top_records, tune
 
     with pytest.raises(TuneError, match="--rpc expects HOST:PORT:KEY"):
-        tune(_matmul(64), rpc="localhost:9190")
+        tune(matmul(64), rpc="localhost:9190")
     with pytest.raises(TuneError, match="--trials must be at least 1"):
-        tune(_matmul(64), trials=0)
+        tune(matmul(64), trials=0)
     with pytest.raises(TuneError, match="cannot tune a str"):
         tune("not a module", trials=4)
     with pytest.raises(TuneError, match="holds no tuning database"):

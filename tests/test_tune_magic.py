@@ -4,23 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from build_support import matmul
 from IPython.core.error import UsageError
 
 from mlc_jupyter.results import TuneResult
 
 
-def _matmul(n: int):
-    from tvm import te
-
-    a = te.placeholder((n, n), name="A")
-    b = te.placeholder((n, n), name="B")
-    k = te.reduce_axis((0, n), name="k")
-    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
-    return te.create_prim_func([a, b, c])
-
-
 def test_mlc_tune_binds_a_result_and_prints_progress_and_a_summary(shell, tmp_path, capsys):
-    shell.user_ns["mm"] = _matmul(64)
+    shell.user_ns["mm"] = matmul(64)
     shell.run_line_magic("mlc_tune", f"mm --trials 8 --per-iter 8 --work-dir {tmp_path}")
     out = capsys.readouterr().out
     result = shell.user_ns["mm_tuned"]
@@ -32,7 +23,7 @@ def test_mlc_tune_binds_a_result_and_prints_progress_and_a_summary(shell, tmp_pa
 
 
 def test_mlc_tune_as_and_quiet_bind_silently_and_resume(shell, tmp_path, capsys):
-    shell.user_ns["mm"] = _matmul(64)
+    shell.user_ns["mm"] = matmul(64)
     shell.run_line_magic("mlc_tune", f"mm --trials 8 --per-iter 8 --work-dir {tmp_path} --quiet")
     shell.run_line_magic("mlc_tune", f"mm --trials 8 --work-dir {tmp_path} --as again --quiet")
     assert capsys.readouterr().out == ""

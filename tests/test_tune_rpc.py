@@ -8,6 +8,7 @@ import sys
 import time
 
 import pytest
+from build_support import matmul
 
 KEY = "mlc-test"
 
@@ -64,16 +65,6 @@ def tracker(tmp_path_factory):
             proc.wait(timeout=20)
 
 
-def _matmul(n: int):
-    from tvm import te
-
-    a = te.placeholder((n, n), name="A")
-    b = te.placeholder((n, n), name="B")
-    k = te.reduce_axis((0, n), name="k")
-    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
-    return te.create_prim_func([a, b, c])
-
-
 def test_mlc_devices_lists_the_two_servers_of_the_tracker(tracker, shell, capsys):
     port, _ = tracker
     shell.run_line_magic("mlc_devices", f"127.0.0.1:{port}")
@@ -85,7 +76,7 @@ def test_a_tune_over_rpc_measures_on_the_servers(tracker, tmp_path):
     from mlc_jupyter.tune import tune
 
     port, paths = tracker
-    result = tune(_matmul(64), trials=8, per_iter=8, work_dir=tmp_path,
+    result = tune(matmul(64), trials=8, per_iter=8, work_dir=tmp_path,
                   rpc=f"127.0.0.1:{port}:{KEY}")  # fmt: skip
     assert result.rpc == f"127.0.0.1:{port}:{KEY}"
     assert result.n_records == 8 and result.best_latency_s is not None

@@ -9,34 +9,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from ..results import TuneProgress, TuneResult
+    from .driver import tune
     from .records import Record
 
 __all__ = ["list_devices", "top_records", "tune"]
 
 
-def tune(
-    mod: Any,
-    target: Any = None,
-    *,
-    trials: int = 64,
-    per_iter: int | None = None,
-    work_dir: str | Path | None = None,
-    fresh: bool = False,
-    seed: int | None = None,
-    space: Any = "default",
-    rpc: str | None = None,
-    on_progress: Callable[[TuneProgress], None] | None = None,
-) -> TuneResult:
-    """Tune ``mod`` (PrimFunc, TensorIR or Relax IRModule); see :func:`.driver.tune`."""
-    from .driver import tune as _tune
+def __getattr__(name: str) -> Any:
+    """``tune`` is :func:`.driver.tune`, loaded (with TVM) on first use."""
+    if name == "tune":
+        from .driver import tune
 
-    return _tune(
-        mod, target, trials=trials, per_iter=per_iter, work_dir=work_dir, fresh=fresh,
-        seed=seed, space=space, rpc=rpc, on_progress=on_progress,
-    )  # fmt: skip
+        return tune
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def top_records(work_dir: str | Path, k: int = 10) -> list[Record]:

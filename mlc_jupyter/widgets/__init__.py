@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-_WIDGETS = {"TraceReplay": "trace_replay"}
+_WIDGETS = {"ScheduleStepper": "stepper", "TraceReplay": "trace_replay"}
 
 
 def __getattr__(name: str) -> Any:

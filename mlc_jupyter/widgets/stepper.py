@@ -92,6 +92,25 @@ class ScheduleStepper(anywidget.AnyWidget):
         self.index = len(self.steps) - 1
         self.on_msg(self._on_message)
 
+    @classmethod
+    def of(
+        cls,
+        mod: Any,
+        code: str = "",
+        *,
+        func: str | None = None,
+        interactive: bool = True,
+        target: Any = None,
+        namespace: dict[str, Any] | None = None,
+    ) -> ScheduleStepper:
+        """A stepper over a fresh schedule of ``mod`` (``%mlc_schedule MOD`` from Python).
+
+        ``code`` is schedule code to start from (the body of a ``%%mlc_schedule`` cell).
+        """
+        session = ScheduleSession(mod, code, namespace=namespace, func_name=func)
+        title = "interactive schedule" if interactive else "schedule"
+        return cls(session, interactive=interactive, title=title, target=target)
+
     # -- Python API (what the buttons do) -----------------------------------------------------------
     @property
     def run(self) -> Any:
