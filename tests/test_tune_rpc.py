@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -30,7 +32,7 @@ def tracker(tmp_path_factory):
         subprocess.Popen(
             [sys.executable, "-m", "tvm.exec.rpc_tracker", "--host", "127.0.0.1",
              "--port", str(port), "--port-end", str(port + 1)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )
     ]  # fmt: skip
     paths = []
@@ -45,7 +47,7 @@ def tracker(tmp_path_factory):
                      "--port", str(sport := _free_port()), "--port-end", str(sport + 1),
                      "--tracker", f"127.0.0.1:{port}",
                      "--key", KEY],
-                    stdout=path.open("w"), stderr=subprocess.STDOUT,
+                    stdout=path.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
                 )
             )  # fmt: skip
         deadline = time.time() + 60
@@ -59,8 +61,9 @@ def tracker(tmp_path_factory):
             time.sleep(1)
         yield port, paths
     finally:
+        # The tracker and servers run their loops in TVM PopenWorker children: stop whole groups.
         for proc in reversed(procs):
-            proc.terminate()
+            os.killpg(proc.pid, signal.SIGTERM)
         for proc in procs:
             proc.wait(timeout=20)
 
