@@ -2,8 +2,9 @@
 
 Prints, per size: trials per minute of each and the ratio, time to first measurement (warm:
 this process has tuned before), the best latency and GFLOP/s of each next to NumPy's on the same
-matmul, and the load average. Cold start (a fresh Python process, ``import tvm`` included, 128^3)
-is measured in subprocesses. Both tuners get the same target, seed, trials and round size, and
+matmul and as a share of the machine's fp32 peak (measured first: independent 512-bit FMA
+chains on every core, compiled with gcc), and the load average. Cold start (a fresh Python
+process, ``import tvm`` included, 128^3) is measured in subprocesses. Both tuners get the same target, seed, trials and round size, and
 both best schedules are timed the same way (``mlc_jupyter.measure.time_module`` on
 ``num-cores`` threads). ``TVM_NUM_THREADS`` is set to the core count so that raw
 ``tune_tir``'s runner processes also time candidates on every core (TVM's own default on x86 is
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -53,6 +55,55 @@ def numpy_seconds(n: int) -> float:
             a @ b
         times.append((time.perf_counter() - start) / runs)
     return float(np.median(times))
+
+
+#: Independent 512-bit FMA chains on every core: the machine's fp32 peak, as the hardware runs it.
+PEAK_C = r"""
+#include <omp.h>
+#include <stdio.h>
+typedef float v16 __attribute__((vector_size(64)));
+#define ACC 16
+int main(int argc, char **argv) {
+  long iters = 200000000L / ACC;
+  double best = 0; float sink = 0;
+  for (int rep = 0; rep < 3; rep++) {
+    double t0 = omp_get_wtime();
+    #pragma omp parallel reduction(+:sink)
+    {
+      v16 acc[ACC]; v16 a, b;
+      for (int i = 0; i < 16; i++) { a[i] = 1.0f + 1e-7f * i; b[i] = 1e-7f; }
+      for (int k = 0; k < ACC; k++) acc[k] = b * (float)k;
+      for (long it = 0; it < iters; it++) {
+        #pragma GCC unroll 16
+        for (int k = 0; k < ACC; k++) acc[k] = acc[k] * a + b;
+        __asm__ volatile("" : "+v"(a));
+      }
+      for (int k = 0; k < ACC; k++) for (int i = 0; i < 16; i++) sink += acc[k][i];
+    }
+    double t = omp_get_wtime() - t0;
+    double gf = (double)omp_get_max_threads() * iters * ACC * 16 * 2 / t / 1e9;
+    if (gf > best) best = gf;
+  }
+  printf("%.1f %g\n", best, sink);
+  return 0;
+}
+"""
+
+
+def peak_gflops() -> float | None:
+    """The fp32 FMA peak of this machine on all cores (gcc -O3 -march=native -fopenmp)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src, exe = os.path.join(tmp, "peak.c"), os.path.join(tmp, "peak")
+        with open(src, "w") as f:
+            f.write(PEAK_C)
+        try:
+            subprocess.run(["gcc", "-O3", "-march=native", "-mprefer-vector-width=512",
+                            "-fopenmp", src, "-o", exe], check=True, capture_output=True)  # fmt: skip
+            env = {**os.environ, "OMP_NUM_THREADS": str(os.cpu_count() or 1)}
+            out = subprocess.run([exe], check=True, capture_output=True, text=True, env=env)
+        except (OSError, subprocess.CalledProcessError):
+            return None
+    return float(out.stdout.split()[0])
 
 
 def run_driver(n: int, trials: int, per_iter: int, seed: int) -> dict:
@@ -137,7 +188,15 @@ def cold_probe(kind: str) -> float | None:
         "print('FIRST', r['first_abs'] - t0)"
     )
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    # Its own session, stopped as a group: raw tune_tir's pool workers outlive a finished
+    # process (still importing TVM) and would load the machine during the next measurement.
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=root,
+                            start_new_session=True)  # fmt: skip
+    stdout, stderr = proc.communicate()
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    out = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     for line in out.stdout.splitlines():
         if line.startswith("FIRST"):
             return float(line.split()[1])
@@ -168,16 +227,23 @@ def parse_sizes(specs: list[str], trials: int) -> list[tuple[int, int]]:
     return out
 
 
-def report(n: int, trials: int, ref: float, mine: dict, raw: dict | None) -> None:
+def report(
+    n: int, trials: int, ref: float, mine: dict, raw: dict | None, peak: float | None
+) -> None:
     flop = 2 * n**3
+
+    def of_peak(seconds: float | None) -> str:
+        return f"{flop / seconds / 1e9 / peak:4.0%} of peak" if peak and seconds else ""
+
     print(f"\n== {n}^3 fp32 matmul, {trials} trials ==  ({load()})")
-    print(f"numpy          {fmt(ref):>12}  {flop / ref / 1e9:7.1f} GFLOP/s")
+    print(f"numpy          {fmt(ref):>12}  {flop / ref / 1e9:7.1f} GFLOP/s  {of_peak(ref)}")
     rows = [("mlc driver", mine)] + ([("raw tune_tir", raw)] if raw else [])
     for name, r in rows:
         rate = r["trials"] / r["tune_s"] * 60
         gf = flop / r["best_s"] / 1e9 if r["best_s"] else 0.0
         vs = ref / r["best_s"] if r["best_s"] else 0.0
-        print(f"{name:<14} {fmt(r['best_s']):>12}  {gf:7.1f} GFLOP/s  {vs:5.2f}x numpy  "
+        print(f"{name:<14} {fmt(r['best_s']):>12}  {gf:7.1f} GFLOP/s  {of_peak(r['best_s'])}  "
+              f"{vs:5.2f}x numpy  "
               f"{r['trials']:4d} trials in {r['tune_s']:6.1f} s = {rate:6.1f} trials/min  "
               f"first measurement (warm) {secs(r['first_s'])}", flush=True)  # fmt: skip
     if raw:
@@ -201,6 +267,8 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} cores, TVM_NUM_THREADS={os.environ['TVM_NUM_THREADS']}; "
           f"round size {args.per_iter}, seed {args.seed}; raw build timeout "
           f"{RAW_BUILD_TIMEOUT_S:.0f} s; {load()}", flush=True)  # fmt: skip
+    peak = peak_gflops()
+    print(f"fp32 peak (FMA chains, all cores): {peak or 0:.1f} GFLOP/s", flush=True)
     if not args.no_cold:
         print(f"cold start to first measurement (fresh process, 128^3): "
               f"driver {secs(cold_probe('driver'))}", flush=True)  # fmt: skip
@@ -213,7 +281,7 @@ def main() -> None:
         ref = numpy_seconds(n)
         mine = run_driver(n, trials, args.per_iter, args.seed)
         raw = None if args.no_raw else run_raw(n, trials, args.per_iter, args.seed)
-        report(n, trials, ref, mine, raw)
+        report(n, trials, ref, mine, raw, peak)
     print(f"\ndone; {load()}", flush=True)
 
 

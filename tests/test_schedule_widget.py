@@ -42,7 +42,7 @@ def test_the_saved_notebook_gets_html_with_the_steps_and_the_final_ir(mm_relu):
     widget = ScheduleStepper(ScheduleSession(mm_relu, STEPS, first_line=2))
     data, _meta = widget._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in data
-    assert "text/plain" in data
+    assert "line 4" in data["text/plain"] and "ScheduleStepper object" not in data["text/plain"]
     assert "line 4" in data["text/html"] and "j_1" in data["text/html"]
 
 

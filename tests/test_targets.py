@@ -47,6 +47,14 @@ def test_a_tag_keeps_its_architecture():
     assert str(resolve_target("nvidia/nvidia-h100").attrs["arch"]) == "sm_90a"
 
 
+def test_cuda_without_a_gpu_builds_for_tvms_fallback_arch_without_a_warning_each_time(capfd):
+    if gpu_present("cuda"):
+        pytest.skip("a GPU is present: TVM asks it for its architecture")
+    assert str(resolve_target("cuda").attrs["arch"]) == "sm_50"
+    assert "Unable to detect" not in capfd.readouterr().err
+    assert str(resolve_target("cuda -arch=sm_80").attrs["arch"]) == "sm_80"  # a named arch stays
+
+
 def test_cpu_targets_are_not_gpu_targets_and_are_present():
     assert not is_gpu_target("llvm -num-cores=2")
     assert gpu_present("llvm")

@@ -146,3 +146,21 @@ def test_candidates_are_timed_on_as_many_threads_as_the_target_has_cores():
         == 1
     )
     assert target_cores(tuning_target(None)) >= 1
+
+
+def test_each_search_space_gets_its_own_default_database():
+    from mlc_jupyter.tune.options import tuning_target, work_dir_for
+
+    def tile_j(sch):
+        return sch
+
+    def tile_k(sch):
+        return sch
+
+    mm, target = matmul(64), tuning_target(None)
+    default = work_dir_for(mm, target, "tir")
+    assert work_dir_for(mm, target, "tir", "default") == default  # earlier caches stay valid
+    assert work_dir_for(mm, target, "tir", tile_j) not in (
+        default,
+        work_dir_for(mm, target, "tir", tile_k),
+    )

@@ -87,6 +87,9 @@ def resolve_target(spec: Any = None) -> Any:
         _check_options(spec)
         if spec["kind"] == "llvm":
             spec.setdefault("mcpu", host_cpu())
+        elif spec["kind"] == "cuda" and "arch" not in spec and not _cuda_device_exists():
+            # TVM would ask the missing GPU, warn on stderr at every build, and pick this anyway
+            spec["arch"] = NO_GPU_CUDA_ARCH
     elif not isinstance(spec, str):
         raise TargetError(f"a target is a string, a dict or a tvm.target.Target, not {spec!r}")
     try:
@@ -94,6 +97,17 @@ def resolve_target(spec: Any = None) -> Any:
     except Exception as err:  # noqa: BLE001 - TVM raises ValueError / TVMError here
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise TargetError(f"cannot use target {spec!r}: {first}") from None
+
+
+#: The CUDA architecture TVM builds for when no GPU can tell it (its own fallback).
+NO_GPU_CUDA_ARCH = "sm_50"
+
+
+def _cuda_device_exists() -> bool:
+    try:
+        return bool(tvm().cuda(0).exist)
+    except Exception:  # noqa: BLE001 - a disabled device API raises instead of saying False
+        return False
 
 
 def _to_dict(target: Any) -> dict[str, Any]:

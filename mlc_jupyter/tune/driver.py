@@ -215,7 +215,7 @@ def tune(
     rpc_spec = parse_rpc(rpc)
     target = tuning_target(target)
     tasks = collect_tasks(mod, target)
-    work = Path(work_dir) if work_dir else work_dir_for(tasks.workload, target, tasks.kind)
+    work = Path(work_dir) if work_dir else work_dir_for(tasks.workload, target, tasks.kind, space)
     database = _open_database(work, fresh)
     log_path = work / "logs" / LOG_NAME
     done_before, known, curves = _existing(database, tasks)

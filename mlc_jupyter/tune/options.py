@@ -74,11 +74,32 @@ def parse_rpc(spec: str | None) -> RPCSpec | None:
     return RPCSpec(parts[0], int(parts[1]), parts[2])
 
 
-def work_dir_for(workload: Any, target: Any, kind: str) -> Path:
-    """The default work dir of a workload: ``<cache>/tune/<kind>-<hash of workload+target>``."""
+def space_key(space: Any) -> str:
+    """What tells one search space from another: ``""`` for MetaSchedule's default space, else
+    the schedule function's name and a hash of its source (an edited function is a new space)."""
+    if space in (None, "default"):
+        return ""
+    func = getattr(space, "__wrapped__", space)
+    name = f"{getattr(func, '__module__', '')}.{getattr(func, '__qualname__', type(func).__name__)}"
+    try:
+        import inspect
+
+        text = inspect.getsource(func)
+    except (OSError, TypeError):
+        text = repr(func)
+    return f"{name}:{hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()[:12]}"
+
+
+def work_dir_for(workload: Any, target: Any, kind: str, space: Any = "default") -> Path:
+    """The default work dir of a workload: ``<cache>/tune/<kind>-<hash of workload+target+space>``.
+
+    Tunes of one workload in different search spaces keep separate databases: a record of one
+    space is no answer for the other.
+    """
     from ..tvm_compat import structural_hash
 
-    digest = hashlib.sha1(
-        f"{structural_hash(workload)}|{target}".encode(), usedforsecurity=False
-    ).hexdigest()[:16]
+    key = f"{structural_hash(workload)}|{target}"
+    if space_key(space):
+        key += f"|{space_key(space)}"
+    digest = hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:16]
     return cache_dir() / "tune" / f"{kind}-{digest}"

@@ -212,5 +212,5 @@ class ScheduleStepper(anywidget.AnyWidget):
         bundle = super()._repr_mimebundle_(**kwargs)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
         if isinstance(data, dict):
-            data.update({k: v for k, v in schedule_bundle(self.run).items() if k == "text/html"})
+            data.update(schedule_bundle(self.run))  # what a saved notebook or a terminal shows
         return bundle
