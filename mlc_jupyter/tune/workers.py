@@ -4,8 +4,9 @@ MetaSchedule's ``LocalBuilder``/``LocalRunner`` start fresh worker processes eve
 re-imports TVM, and the first build imports ``tvm.s_tir.tensor_intrin`` for ~33 s), export and
 link a shared library per candidate, and measure every candidate for 100 ms however slow it is.
 Here both live in the kernel's own process for its whole life. The builder only files each
-candidate; the runner compiles it with ``tvm.compile`` (~0.05 s) right before timing it, so the
-first measurement of a round comes after one build, not after the whole batch. Candidates are
+candidate; the runner compiles the first of a round with ``tvm.compile`` (~0.05 s) and times it,
+so the first measurement comes after one build, then compiles the rest of the round on every
+core at once (``tvm.compile`` releases the GIL) before timing any of them. Candidates are
 timed on a kernel-lifetime thread whose TVM pool has the target's ``num-cores`` workers, briefly
 (the driver re-times the top few at the end), and only once when clearly slower than the best.
 
@@ -20,7 +21,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
@@ -183,13 +184,42 @@ class InProcessBuilder(ms.builder.PyBuilder):
 
 
 class _Pending:
-    """A candidate the builder accepted; the runner compiles it right before timing it."""
+    """A candidate the builder accepted and the runner compiles: alone before the first
+    measurement of a batch, then together with the rest of the batch (``_compile_all``)."""
 
-    __slots__ = ("mod", "target")
+    __slots__ = ("mod", "target", "future")
 
     def __init__(self, mod: Any, target: Any) -> None:
         self.mod = mod
         self.target = target
+        self.future: Future | None = None
+
+    def result(self) -> Any:
+        """The compiled module (raises what compiling raised)."""
+        if self.future is None:
+            return _build_one(self.mod, self.target)
+        return self.future.result()
+
+
+_COMPILERS: dict[int, ThreadPoolExecutor] = {}
+
+
+def _compile_all(modules: dict[str, Any], cores: int) -> None:
+    """Compile every pending candidate in ``modules`` on ``cores`` threads and wait for all.
+
+    ``tvm.compile`` releases the GIL: two threads compile twice as many candidates a second.
+    """
+    pending = [m for m in modules.values() if isinstance(m, _Pending) and m.future is None]
+    if not pending:
+        return
+    with _MEASURERS_LOCK:
+        executor = _COMPILERS.get(cores)
+        if executor is None:
+            executor = ThreadPoolExecutor(max(1, cores), thread_name_prefix="mlc-compile")
+            _COMPILERS[cores] = executor
+    for item in pending:
+        item.future = executor.submit(_build_one, item.mod, item.target)
+    wait([item.future for item in pending])
 
 
 @derived_object
@@ -274,6 +304,7 @@ class InProcessRunner(ms.runner.PyRunner):
     def run(self, runner_inputs: list[Any]) -> list[Any]:
         shared = self.shared
         futures = []
+        compiled_rest = False
         for item in runner_inputs:
             path = str(item.artifact_path)
             if path.startswith(KNOWN_PREFIX):
@@ -290,7 +321,7 @@ class InProcessRunner(ms.runner.PyRunner):
             task = path.split(":", 2)[-1]
             if isinstance(rt_mod, _Pending):
                 try:
-                    rt_mod = _build_one(rt_mod.mod, rt_mod.target)
+                    rt_mod = rt_mod.result()
                 except Exception as err:  # noqa: BLE001 - reported to the user, not dropped
                     message = str(err) or traceback.format_exc()
                     shared.note_error("build", message)
@@ -313,6 +344,12 @@ class InProcessRunner(ms.runner.PyRunner):
             futures.append(_DoneFuture(ms.runner.RunnerResult(secs, None)))
             if shared.tick is not None:
                 shared.tick(task)
+            if not compiled_rest:
+                # The first candidate is measured after one build; the rest of the batch is
+                # compiled now, on every core at once, and all of it before the next
+                # measurement, so that no compile runs beside a kernel being timed.
+                compiled_rest = True
+                _compile_all(shared.modules, self.cores)
         return futures
 
 
