@@ -35,7 +35,9 @@ def __getattr__(name: str) -> Any:
 def load_ipython_extension(ipython: Any) -> None:
     """Called by ``%load_ext mlc_jupyter``: register every magic and display formatter."""
     from .magics import register_all
+    from .tvm_compat import use_all_cores
 
+    use_all_cores()  # before the kernel's first TVM kernel sizes its thread pool
     register_all(ipython)
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from tvm.ir.utils import derived_object
 
-from ..tvm_compat import meta_schedule, structural_hash, tvm
+from ..tvm_compat import meta_schedule, structural_hash, tvm, use_all_cores
 
 ms = meta_schedule()
 _tvm = tvm()
@@ -79,20 +79,13 @@ _MEASURERS_LOCK = threading.Lock()
 def _size_thread_pool(cores: int) -> None:
     """Give the calling thread a TVM thread pool of ``cores`` workers.
 
-    TVM's pool is per thread and sized once, from ``TVM_NUM_THREADS`` or half the logical CPUs
-    (it assumes hyper-threading): on this 2-core machine a plain process times every kernel on
-    ONE thread while the target says ``num-cores=2``, so a tuned 1024^3 matmul peaks at half the
-    machine. The variable is set only while the pool is created.
+    TVM's pool is per thread; its size comes from ``TVM_NUM_THREADS``, which TVM also reads when
+    it launches parallel work, so the variable stays set (:func:`~mlc_jupyter.tvm_compat.
+    use_all_cores`) and only a different core count reconfigures this thread's pool.
     """
-    saved = os.environ.get("TVM_NUM_THREADS")
-    os.environ["TVM_NUM_THREADS"] = str(cores)
-    try:
+    use_all_cores()
+    if os.environ["TVM_NUM_THREADS"] != str(cores):
         _tvm.get_global_func("runtime.config_threadpool")(0, cores)
-    finally:
-        if saved is None:
-            del os.environ["TVM_NUM_THREADS"]
-        else:
-            os.environ["TVM_NUM_THREADS"] = saved
 
 
 def on_measure_thread(cores: int, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
