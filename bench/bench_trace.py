@@ -11,31 +11,10 @@ Usage: ``python bench/bench_trace.py [--runs N]``. Prints medians in millisecond
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
-import time
-from collections.abc import Callable
 
-
-def median_ms(fn: Callable[[], object], runs: int) -> float:
-    """Median wall time of ``fn`` over ``runs`` calls (after one warm-up call), in ms."""
-    fn()
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times) * 1e3
-
-
-def _matmul(n: int):
-    from tvm import te
-
-    a = te.placeholder((n, n), name="A")
-    b = te.placeholder((n, n), name="B")
-    k = te.reduce_axis((0, n), name="k")
-    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
-    return te.create_prim_func([a, b, c])
+from bench_parse import median_ms  # bench/ is on sys.path when a bench runs
+from bench_tune import matmul
 
 
 def _book_schedule():
@@ -43,7 +22,7 @@ def _book_schedule():
 
     from mlc_jupyter.tvm_compat import Schedule
 
-    mod = tvm.IRModule({"main": _matmul(128)})
+    mod = tvm.IRModule({"main": matmul(128)})
     sch = Schedule(mod, seed=7)
     block = sch.get_sblock("C")
     _, j, k = sch.get_loops(block)
@@ -88,7 +67,7 @@ def main() -> None:
     sch, mod = _book_schedule()
     report("book stochastic_schedule_mm", sch.trace, mod, args.runs)
     with tempfile.TemporaryDirectory() as work:
-        result = tune(_matmul(128), trials=16, per_iter=16, work_dir=work, seed=1)
+        result = tune(matmul(128), trials=16, per_iter=16, work_dir=work, seed=1)
         workload = next(iter(result.task_workloads.values()))
         report("tuned 128^3 matmul", result.trace, workload, args.runs)
 

@@ -12,23 +12,8 @@ from mlc_jupyter.schedule import export_steps, last_export, run_schedule_cell
 
 LISTINGS = Path(__file__).parent / "course" / "listings"
 
-BMM_RELU = """@tvm.script.ir_module
-class MyBmmRelu:
-    @T.prim_func
-    def bmm_relu(A: T.Buffer((16, 128, 128), "float32"), B: T.Buffer((16, 128, 128), "float32"),
-                 C: T.Buffer((16, 128, 128), "float32")):
-        T.func_attr({"global_symbol": "bmm_relu", "tir.noalias": True})
-        Y = T.alloc_buffer((16, 128, 128), "float32")
-        for n, i, j, k in T.grid(16, 128, 128, 128):
-            with T.block("Y"):
-                vn, vi, vj, vk = T.axis.remap("SSSR", [n, i, j, k])
-                with T.init():
-                    Y[vn, vi, vj] = T.float32(0)
-                Y[vn, vi, vj] = Y[vn, vi, vj] + A[vn, vi, vk] * B[vn, vk, vj]
-        for n, i, j in T.grid(16, 128, 128):
-            with T.block("C"):
-                vn, vi, vj = T.axis.remap("SSS", [n, i, j])
-                C[vn, vi, vj] = T.max(Y[vn, vi, vj], T.float32(0))"""
+# The book's chapter 2 exercise module (course spelling).
+BMM_RELU = (Path(__file__).parent / "course" / "listings" / "ch2_bmm_relu.py").read_text()
 
 # The book's chapter 2 steps on mm_relu (course spelling: get_block).
 MM_RELU_STEPS = """block_Y = sch.get_block("Y", func_name="mm_relu")
