@@ -1,12 +1,14 @@
 """Bench: raw ``ms.tune_tir`` against ``mlc_jupyter.tune`` at equal trials, fp32 matmul.
 
 Prints, per size: trials per minute of each and the ratio, time to first measurement (warm:
-this process has tuned before), the best latency and GFLOP/s of each next to NumPy's on the same
-matmul and as a share of the machine's fp32 peak (measured first: independent 512-bit FMA
-chains on every core, compiled with gcc), and the load average. Cold start (a fresh Python
-process, ``import tvm`` included, 128^3) is measured in subprocesses. Both tuners get the same target, seed, trials and round size, and
-both best schedules are timed the same way (``mlc_jupyter.measure.time_module`` on
-``num-cores`` threads). ``TVM_NUM_THREADS`` is set to the core count so that raw
+this process has tuned before), and the best kernel of each next to NumPy's ``a @ b`` on the same
+matmul and as a share of the machine's fp32 peak (independent 512-bit FMA chains on every core,
+compiled with gcc). Those last figures are timed *in turns* after both tunes (one sample of the
+peak program, NumPy and each best kernel per round, median of 7 rounds), because this virtual
+machine's speed drifts (its 2-core peak swings between ~320 and ~480 GFLOP/s) and figures taken
+minutes apart would compare the host's mood, not the kernels. Cold start (a fresh Python
+process, ``import tvm`` included, 128^3) is measured in subprocesses. Both tuners get the same
+target, seed, trials and round size. ``TVM_NUM_THREADS`` is set to the core count so that raw
 ``tune_tir``'s runner processes also time candidates on every core (TVM's own default on x86 is
 half the logical CPUs: one thread here).
 
@@ -41,32 +43,18 @@ def matmul(n: int):
     return te.create_prim_func([a, b, c])
 
 
-def numpy_seconds(n: int) -> float:
-    """Median seconds of NumPy's ``a @ b`` (its BLAS, all cores), 5 runs of calibrated loops."""
-    rng = np.random.default_rng(0)
-    a = rng.random((n, n), dtype="float32")
-    b = rng.random((n, n), dtype="float32")
-    a @ b
-    runs = max(3, min(200, int(0.5 / max(2 * n**3 / 50e9, 1e-6))))
-    times = []
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(runs):
-            a @ b
-        times.append((time.perf_counter() - start) / runs)
-    return float(np.median(times))
-
-
 #: Independent 512-bit FMA chains on every core: the machine's fp32 peak, as the hardware runs it.
 PEAK_C = r"""
 #include <omp.h>
 #include <stdio.h>
+#include <stdlib.h>
 typedef float v16 __attribute__((vector_size(64)));
 #define ACC 16
 int main(int argc, char **argv) {
-  long iters = 200000000L / ACC;
+  long iters = (argc > 1 ? atol(argv[1]) : 200000000L) / ACC;
+  int reps = argc > 2 ? atoi(argv[2]) : 3;
   double best = 0; float sink = 0;
-  for (int rep = 0; rep < 3; rep++) {
+  for (int rep = 0; rep < reps; rep++) {
     double t0 = omp_get_wtime();
     #pragma omp parallel reduction(+:sink)
     {
@@ -90,20 +78,56 @@ int main(int argc, char **argv) {
 """
 
 
-def peak_gflops() -> float | None:
-    """The fp32 FMA peak of this machine on all cores (gcc -O3 -march=native -fopenmp)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        src, exe = os.path.join(tmp, "peak.c"), os.path.join(tmp, "peak")
+class PeakProgram:
+    """The FMA-chain program, compiled once (gcc -O3 -march=native -fopenmp), run on all cores."""
+
+    def __init__(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory()
+        src, self.exe = os.path.join(self._tmp.name, "peak.c"), os.path.join(self._tmp.name, "peak")
         with open(src, "w") as f:
             f.write(PEAK_C)
         try:
             subprocess.run(["gcc", "-O3", "-march=native", "-mprefer-vector-width=512",
-                            "-fopenmp", src, "-o", exe], check=True, capture_output=True)  # fmt: skip
-            env = {**os.environ, "OMP_NUM_THREADS": str(os.cpu_count() or 1)}
-            out = subprocess.run([exe], check=True, capture_output=True, text=True, env=env)
+                            "-fopenmp", src, "-o", self.exe], check=True, capture_output=True)  # fmt: skip
         except (OSError, subprocess.CalledProcessError):
+            self.exe = None
+
+    def gflops(self, iterations: int = 200_000_000, reps: int = 3) -> float | None:
+        """The best GFLOP/s of ``reps`` runs of ``iterations`` FMA steps per thread."""
+        if self.exe is None:
             return None
-    return float(out.stdout.split()[0])
+        env = {**os.environ, "OMP_NUM_THREADS": str(os.cpu_count() or 1)}
+        out = subprocess.run([self.exe, str(iterations), str(reps)], check=True,
+                             capture_output=True, text=True, env=env)  # fmt: skip
+        return float(out.stdout.split()[0])
+
+    def sampler(self):
+        """Seconds per 1e9 flop at the peak: the better of two ~60 ms runs per sample (shorter
+        runs mostly measure OpenMP's start-up)."""
+        return lambda: 1.0 / (self.gflops(400_000_000, 2) or float("nan"))
+
+
+def numpy_sampler(n: int):
+    """Seconds of NumPy's ``a @ b`` (its BLAS, all cores), a calibrated loop of ~50 ms a sample."""
+    from mlc_jupyter.measure.timer import let_threads_settle
+
+    rng = np.random.default_rng(0)
+    a = rng.random((n, n), dtype="float32")
+    b = rng.random((n, n), dtype="float32")
+    a @ b
+    start = time.perf_counter()
+    a @ b
+    number = max(1, int(0.05 / max(time.perf_counter() - start, 1e-9)) + 1)
+
+    def sample() -> float:
+        start = time.perf_counter()
+        for _ in range(number):
+            a @ b
+        seconds = (time.perf_counter() - start) / number
+        let_threads_settle()  # OpenBLAS's threads spin on; the next figure must not share cores
+        return seconds
+
+    return sample
 
 
 def run_driver(n: int, trials: int, per_iter: int, seed: int) -> dict:
@@ -128,6 +152,7 @@ def run_driver(n: int, trials: int, per_iter: int, seed: int) -> dict:
         "first_s": first[0] - start if first else None,
         "first_abs": first[0] if first else None,
         "best_s": result.best_latency_s,
+        "mod": result.mod,
         "trials": result.trials_new,
         "errors": result.build_errors + result.run_errors,
     }
@@ -144,7 +169,6 @@ def run_raw(n: int, trials: int, per_iter: int, seed: int) -> dict:
     from tvm.ir.utils import derived_object
 
     from mlc_jupyter.tune.options import tuning_target
-    from mlc_jupyter.tune.timing import time_tir
     from mlc_jupyter.tvm_compat import meta_schedule
 
     ms = meta_schedule()
@@ -171,11 +195,11 @@ def run_raw(n: int, trials: int, per_iter: int, seed: int) -> dict:
         )  # fmt: skip
     tune_s = time.perf_counter() - start
     sch = ms.tir_integration.compile_tir(database, func, target)
-    best = time_tir(sch.mod, target) if sch is not None else None
     records = len(database.get_all_tuning_records())
     return {"tune_s": tune_s, "total_s": time.perf_counter() - start,
             "first_s": first[0] - start if first else None,
-            "first_abs": first[0] if first else None, "best_s": best,
+            "first_abs": first[0] if first else None, "best_s": None,
+            "mod": sch.mod if sch is not None else None,
             "trials": records, "errors": None}  # fmt: skip
 
 
@@ -227,28 +251,52 @@ def parse_sizes(specs: list[str], trials: int) -> list[tuple[int, int]]:
     return out
 
 
-def report(
-    n: int, trials: int, ref: float, mine: dict, raw: dict | None, peak: float | None
-) -> None:
+def timed_in_turns(n: int, peak: PeakProgram, rows: list[dict], rounds: int = 7) -> dict:
+    """Time the fp32 peak, NumPy and each tuner's best kernel in turns (median of ``rounds``).
+
+    One sample of each per round, so a slow spell of the machine (under a virtual machine the
+    2-core peak swings by a third) weighs on every figure alike and the ratios stay fair.
+    """
+    from mlc_jupyter.tune.options import tuning_target
+    from mlc_jupyter.tune.timing import in_turns, kernel_sampler
+
+    target = tuning_target(None)
+    samplers = [peak.sampler(), numpy_sampler(n)]
+    samplers += [kernel_sampler(r["mod"], target) for r in rows if r["mod"] is not None]
+    medians = in_turns(samplers, rounds)
+    timed = iter(medians[2:])
+    return {
+        "peak_gflops": 1.0 / medians[0] if medians[0] == medians[0] else None,
+        "numpy_s": medians[1],
+        "best_s": [next(timed) if r["mod"] is not None else None for r in rows],
+    }
+
+
+def report(n: int, trials: int, peak: PeakProgram, mine: dict, raw: dict | None) -> None:
     flop = 2 * n**3
+    named = [("mlc driver", mine)] + ([("raw tune_tir", raw)] if raw else [])
+    turns = timed_in_turns(n, peak, [r for _, r in named])
+    ref, peak_gf = turns["numpy_s"], turns["peak_gflops"]
 
     def of_peak(seconds: float | None) -> str:
-        return f"{flop / seconds / 1e9 / peak:4.0%} of peak" if peak and seconds else ""
+        return f"{flop / seconds / 1e9 / peak_gf:4.0%} of peak" if peak_gf and seconds else ""
 
     print(f"\n== {n}^3 fp32 matmul, {trials} trials ==  ({load()})")
+    print(f"timed in turns (median of 7 rounds): fp32 peak {peak_gf or 0:.1f} GFLOP/s")
     print(f"numpy          {fmt(ref):>12}  {flop / ref / 1e9:7.1f} GFLOP/s  {of_peak(ref)}")
-    rows = [("mlc driver", mine)] + ([("raw tune_tir", raw)] if raw else [])
-    for name, r in rows:
+    for (name, r), best in zip(named, turns["best_s"], strict=True):
         rate = r["trials"] / r["tune_s"] * 60
-        gf = flop / r["best_s"] / 1e9 if r["best_s"] else 0.0
-        vs = ref / r["best_s"] if r["best_s"] else 0.0
-        print(f"{name:<14} {fmt(r['best_s']):>12}  {gf:7.1f} GFLOP/s  {of_peak(r['best_s'])}  "
+        gf = flop / best / 1e9 if best else 0.0
+        vs = ref / best if best else 0.0
+        own = f"  (its own figure {fmt(r['best_s'])})" if r["best_s"] else ""
+        print(f"{name:<14} {fmt(best):>12}  {gf:7.1f} GFLOP/s  {of_peak(best)}  "
               f"{vs:5.2f}x numpy  "
               f"{r['trials']:4d} trials in {r['tune_s']:6.1f} s = {rate:6.1f} trials/min  "
-              f"first measurement (warm) {secs(r['first_s'])}", flush=True)  # fmt: skip
+              f"first measurement (warm) {secs(r['first_s'])}{own}", flush=True)  # fmt: skip
     if raw:
         ratio = (mine["trials"] / mine["tune_s"]) / (raw["trials"] / raw["tune_s"])
-        quality = raw["best_s"] / mine["best_s"] if raw["best_s"] and mine["best_s"] else 0.0
+        mine_s, raw_s = turns["best_s"]
+        quality = raw_s / mine_s if raw_s and mine_s else 0.0
         print(f"driver/raw: trials/min {ratio:.1f}x, result speed {quality:.2f}x", flush=True)
 
 
@@ -267,8 +315,8 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} cores, TVM_NUM_THREADS={os.environ['TVM_NUM_THREADS']}; "
           f"round size {args.per_iter}, seed {args.seed}; raw build timeout "
           f"{RAW_BUILD_TIMEOUT_S:.0f} s; {load()}", flush=True)  # fmt: skip
-    peak = peak_gflops()
-    print(f"fp32 peak (FMA chains, all cores): {peak or 0:.1f} GFLOP/s", flush=True)
+    peak = PeakProgram()
+    print(f"fp32 peak (FMA chains, all cores): {peak.gflops() or 0:.1f} GFLOP/s", flush=True)
     if not args.no_cold:
         print(f"cold start to first measurement (fresh process, 128^3): "
               f"driver {secs(cold_probe('driver'))}", flush=True)  # fmt: skip
@@ -278,10 +326,9 @@ def main() -> None:
     warm = run_driver(64, 8, 8, args.seed)  # the process has tuned once: workers are warm
     print(f"warm-up tune (64^3, 8 trials) {secs(warm['total_s'])}; {load()}", flush=True)
     for n, trials in parse_sizes(args.sizes, args.trials):
-        ref = numpy_seconds(n)
         mine = run_driver(n, trials, args.per_iter, args.seed)
         raw = None if args.no_raw else run_raw(n, trials, args.per_iter, args.seed)
-        report(n, trials, ref, mine, raw, peak)
+        report(n, trials, peak, mine, raw)
     print(f"\ndone; {load()}", flush=True)
 
 

@@ -48,6 +48,26 @@ def test_tuned_module_beats_the_untuned_one_and_matches_numpy(first_run):
     np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-4)
 
 
+def test_close_contenders_are_timed_in_turns_and_the_result_is_the_fastest(first_run):
+    from mlc_jupyter.tune import top_records
+    from mlc_jupyter.tune.timing import in_turns, kernel_sampler
+
+    result, _, work = first_run
+    order: list[int] = []
+
+    def logged(index, sampler):
+        return lambda: (order.append(index), sampler())[1]
+
+    untuned = kernel_sampler(result.workload, result.target)
+    tuned = kernel_sampler(result.mod, result.target)
+    medians = in_turns([logged(0, untuned), logged(1, tuned)], rounds=3)
+    assert order == [0, 1, 0, 1, 0, 1]  # one sample of each per round, not one after the other
+    assert medians[1] * 2 < medians[0]
+    # the returned schedule is one of the fastest records, re-timed rather than taken on trust
+    best_traces = [str(r.trace) for r in top_records(work, 5)]
+    assert str(result.trace) in best_traces
+
+
 def test_top_records_are_fastest_first_and_replay_on_their_workload(first_run):
     from mlc_jupyter.tune import top_records
 

@@ -66,7 +66,12 @@ class TuneMagics(Magics):
     )
     @argument("--target", default=None, help="target (default: this CPU with all its cores)")
     @argument("--trials", type=int, default=64, help="measured candidates in all (default 64)")
-    @argument("--per-iter", type=int, default=None, help="candidates per search round")
+    @argument(
+        "--per-iter",
+        type=int,
+        default=None,
+        help="candidates per search round (default: 64, or a quarter of the trials when fewer)",
+    )
     @argument("--work-dir", default=None, help="database folder (default: per-workload cache)")
     @argument("--fresh", action="store_true", help="forget earlier records and start over")
     @argument("--seed", type=int, default=None, help="random seed of the search")

@@ -14,6 +14,7 @@ from .timer import (
     NOISY_SPREAD,
     _built,
     _func_name,
+    let_threads_settle,
     time_callable,
     time_module,
 )
@@ -51,6 +52,7 @@ def time_functions(
     expected = reference_outputs(
         ref if ref is not None else first, inputs, sig, first.target, namespace
     )
+    let_threads_settle(after=ref)  # a NumPy or PyTorch reference leaves spinning threads
     options = dict(number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
     timings: list[Timing] = []
     for name, built in builts.items():
@@ -68,6 +70,7 @@ def time_functions(
     flops = next((t.flops for t in timings if t.flops), None)
     if isinstance(ref, str) and baselines:
         for lib in ("numpy", "torch"):
+            let_threads_settle()
             timings.append(
                 _baseline(lib, ref, sig, inputs, namespace, flops, repeat, min_repeat_ms)
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import statistics
 import time
 from typing import Any
@@ -13,6 +14,20 @@ from .reference import compare, reference_outputs
 
 DEFAULT_MIN_REPEAT_MS = 50.0
 NOISY_SPREAD = 0.25
+#: NumPy's OpenBLAS threads (and PyTorch's OpenMP threads) keep spinning for ~0.1 s after a
+#: call; a kernel timed meanwhile shares its cores with them (a 12 us TVM kernel measured 30 to
+#: 50 us here right after a NumPy matmul).
+SETTLE_S = 0.2
+
+
+def let_threads_settle(after: Any = "numpy") -> None:
+    """Wait until other libraries' worker threads stop spinning, before timing something.
+
+    ``after`` is what just ran: a NumPy/PyTorch expression or a Python function makes it wait;
+    a TVM module or plain arrays (no foreign threads) do not.
+    """
+    if isinstance(after, str) or inspect.isroutine(after):
+        time.sleep(SETTLE_S)
 
 
 def estimate_flops(mod: Any, name: str) -> float | None:
@@ -95,6 +110,7 @@ def time_module(
     outputs = [o.numpy() if hasattr(o, "numpy") else o for o in outputs]
     if expected is None:
         expected = reference_outputs(ref, inputs, sig, built.target, namespace)
+        let_threads_settle(after=ref)
     correct = None
     if expected is not None:
         names = [p.name for p in sig.outputs] or ["result"]

@@ -3,13 +3,25 @@
 Timing is the shared :func:`mlc_jupyter.measure.time_module` (cached build, ``time_evaluator``
 with calibrated loops, median of 5), run on the tuner's measuring thread so kernels get the
 target's ``num-cores`` threads, exactly as the candidates did.
+
+Close contenders (the top few records of a search) are timed *in turns*: one calibrated sample
+of each, round after round. A slow spell of the machine (another process, a busy host under a
+virtual machine: the 2-core fp32 peak measured here swings between ~320 and ~480 GFLOP/s) then
+slows every contender alike instead of deciding which one wins.
 """
 
 from __future__ import annotations
 
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import MLCError
+
+#: A zero-argument function that times one calibrated sample and returns seconds per call.
+Sampler = Callable[[], float]
 
 
 def _median(mod: Any, target: Any, name: str) -> float:
@@ -38,3 +50,44 @@ def time_relax(mod: Any, target: Any) -> float | None:
         return _on_measure_thread(target, _median, mod, target, "main")
     except MLCError:
         return None
+
+
+def _kernel_sample_fn(mod: Any, target: Any, name: str, min_sample_s: float) -> Sampler:
+    """Build ``mod`` (cached), make its inputs and calibrate a loop of about ``min_sample_s``."""
+    from ..build import build_module
+    from ..build.call import prepare, to_device
+    from ..build.targets import device_for
+    from ..measure.inputs import random_inputs
+
+    built = build_module(mod, target)
+    sig = prepare(built, name)
+    tensors, _ = to_device(built, sig, tuple(random_inputs(sig, 0)))
+    runtime = built.executable.mod
+    func = runtime[sig.name]
+    func(*tensors)  # the first call pays one-time costs
+    start = time.perf_counter()
+    func(*tensors)
+    once = max(time.perf_counter() - start, 1e-9)
+    number = max(1, min(1 << 20, math.ceil(min_sample_s / once)))
+    evaluator = runtime.time_evaluator(sig.name, device_for(built.target), number=number, repeat=1)
+    return lambda: float(evaluator(*tensors).mean)
+
+
+def kernel_sampler(
+    mod: Any, target: Any, name: str = "main", min_sample_s: float = 0.05
+) -> Sampler:
+    """A :data:`Sampler` of ``mod[name]`` that runs on the tuner's measuring thread.
+
+    Raises what building or the first call raises (a record that no longer builds).
+    """
+    sample = _on_measure_thread(target, _kernel_sample_fn, mod, target, name, min_sample_s)
+    return lambda: _on_measure_thread(target, sample)
+
+
+def in_turns(samplers: Sequence[Sampler], rounds: int = 7) -> list[float]:
+    """The median of ``rounds`` samples of each sampler, taken one of each per round."""
+    samples: list[list[float]] = [[] for _ in samplers]
+    for _ in range(rounds):
+        for sampler, taken in zip(samplers, samples, strict=True):
+            taken.append(sampler())
+    return [statistics.median(taken) for taken in samples]

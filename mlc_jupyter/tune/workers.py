@@ -7,8 +7,9 @@ Here both live in the kernel's own process for its whole life. The builder only 
 candidate; the runner compiles the first of a round with ``tvm.compile`` (~0.05 s) and times it,
 so the first measurement comes after one build, then compiles the rest of the round on every
 core at once (``tvm.compile`` releases the GIL) before timing any of them. Candidates are
-timed on a kernel-lifetime thread whose TVM pool has the target's ``num-cores`` workers, briefly
-(the driver re-times the top few at the end), and only once when clearly slower than the best.
+timed on a kernel-lifetime thread whose TVM pool has the target's ``num-cores`` workers: once
+when clearly slower than the best so far, briefly when not, and over 100 ms (as MetaSchedule's
+runner times every candidate) when close to the best. The driver re-times the top few at the end.
 
 This module imports TVM at import time; import it lazily.
 """
@@ -249,6 +250,8 @@ def _alloc_args(args_info: list[Any], device: Any, cache: dict[str, list[Any]]) 
 SLOW_CALL_S = 0.5
 #: Below this, a plain Python call is too coarse to judge a candidate; ``time_evaluator`` probes.
 COARSE_CALL_S = 0.002
+#: A candidate within this factor of the best so far is a contender and is timed precisely.
+CONTENDER_FACTOR = 1.15
 
 
 def measure(
@@ -256,14 +259,19 @@ def measure(
     args: list[Any],
     device: Any,
     best: float | None,
-    budget_s: float = 0.05,
+    budget_s: float = 0.025,
     slower_factor: float = 1.5,
+    contender_budget_s: float = 0.1,
 ) -> tuple[list[float], bool]:
     """Time ``rt_mod``'s entry function; cut short when it is clearly slower than ``best``.
 
     The first call is timed directly (``time_evaluator`` would add an untimed warm-up call, which
     costs seconds for the worst candidates of a large workload). A candidate slower than
-    ``slower_factor`` times the best so far, or than ``SLOW_CALL_S``, keeps that one time.
+    ``slower_factor`` times the best so far, or than ``SLOW_CALL_S``, keeps that one time. The
+    rest get 3 repeats within ``budget_s``; a contender (within ``CONTENDER_FACTOR`` of the best,
+    or the first of its task) is then timed again over ``contender_budget_s``, like MetaSchedule's
+    own runner times every candidate (100 ms), because the cost model and the search's parents
+    come from the fastest records, whose few percent apart a 3-call figure cannot tell.
     Returns the per-repeat seconds and whether the measurement stopped early.
     """
     name = "main"  # MetaSchedule names every task's function "main"
@@ -279,7 +287,13 @@ def measure(
         return [first], True
     number = max(1, min(1000, int(budget_s / 3 / max(first, 1e-7))))
     timer = rt_mod.time_evaluator(name, device, number=number, repeat=3)
-    return [float(x) for x in timer(*args).results], False
+    secs = [float(x) for x in timer(*args).results]
+    mean = sum(secs) / len(secs)
+    if best is None or mean < CONTENDER_FACTOR * best:
+        number = max(1, min(100_000, int(contender_budget_s / 3 / max(mean, 1e-9))))
+        timer = rt_mod.time_evaluator(name, device, number=number, repeat=3)
+        secs = [float(x) for x in timer(*args).results]
+    return secs, False
 
 
 @derived_object
