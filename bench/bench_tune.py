@@ -109,8 +109,6 @@ class PeakProgram:
 
 def numpy_sampler(n: int):
     """Seconds of NumPy's ``a @ b`` (its BLAS, all cores), a calibrated loop of ~50 ms a sample."""
-    from mlc_jupyter.measure.timer import let_threads_settle
-
     rng = np.random.default_rng(0)
     a = rng.random((n, n), dtype="float32")
     b = rng.random((n, n), dtype="float32")
@@ -123,9 +121,7 @@ def numpy_sampler(n: int):
         start = time.perf_counter()
         for _ in range(number):
             a @ b
-        seconds = (time.perf_counter() - start) / number
-        let_threads_settle()  # OpenBLAS's threads spin on; the next figure must not share cores
-        return seconds
+        return (time.perf_counter() - start) / number
 
     return sample
 
@@ -255,15 +251,17 @@ def timed_in_turns(n: int, peak: PeakProgram, rows: list[dict], rounds: int = 7)
     """Time the fp32 peak, NumPy and each tuner's best kernel in turns (median of ``rounds``).
 
     One sample of each per round, so a slow spell of the machine (under a virtual machine the
-    2-core peak swings by a third) weighs on every figure alike and the ratios stay fair.
+    2-core peak swings by a third) weighs on every figure alike and the ratios stay fair; 0.5 s
+    between samples lets the previous library's worker threads stop spinning.
     """
+    from mlc_jupyter.measure.timer import SETTLE_S
     from mlc_jupyter.tune.options import tuning_target
     from mlc_jupyter.tune.timing import in_turns, kernel_sampler
 
     target = tuning_target(None)
     samplers = [peak.sampler(), numpy_sampler(n)]
     samplers += [kernel_sampler(r["mod"], target) for r in rows if r["mod"] is not None]
-    medians = in_turns(samplers, rounds)
+    medians = in_turns(samplers, rounds, pause_s=SETTLE_S)
     timed = iter(medians[2:])
     return {
         "peak_gflops": 1.0 / medians[0] if medians[0] == medians[0] else None,

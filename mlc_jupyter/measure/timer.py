@@ -14,10 +14,11 @@ from .reference import compare, reference_outputs
 
 DEFAULT_MIN_REPEAT_MS = 50.0
 NOISY_SPREAD = 0.25
-#: NumPy's OpenBLAS threads (and PyTorch's OpenMP threads) keep spinning for ~0.1 s after a
-#: call; a kernel timed meanwhile shares its cores with them (a 12 us TVM kernel measured 30 to
-#: 50 us here right after a NumPy matmul).
-SETTLE_S = 0.2
+#: NumPy's OpenBLAS threads (and PyTorch's OpenMP threads) keep spinning for a few tenths of a
+#: second after a call; a kernel timed meanwhile shares its cores with them (here a 12 us TVM
+#: kernel measured 30-50 us right after a NumPy matmul, and a tuned 1024^3 kernel alternating
+#: with NumPy lost a third of its speed, NumPy half of its, until 0.5 s separated them).
+SETTLE_S = 0.5
 
 
 def let_threads_settle(after: Any = "numpy") -> None:

@@ -84,10 +84,16 @@ def kernel_sampler(
     return lambda: _on_measure_thread(target, sample)
 
 
-def in_turns(samplers: Sequence[Sampler], rounds: int = 7) -> list[float]:
-    """The median of ``rounds`` samples of each sampler, taken one of each per round."""
+def in_turns(samplers: Sequence[Sampler], rounds: int = 7, pause_s: float = 0.0) -> list[float]:
+    """The median of ``rounds`` samples of each sampler, taken one of each per round.
+
+    ``pause_s`` separates consecutive samples: contenders from different libraries (NumPy's
+    OpenBLAS, TVM's pool) leave worker threads spinning that would share the next one's cores.
+    """
     samples: list[list[float]] = [[] for _ in samplers]
-    for _ in range(rounds):
-        for sampler, taken in zip(samplers, samples, strict=True):
+    for round_ in range(rounds):
+        for index, (sampler, taken) in enumerate(zip(samplers, samples, strict=True)):
+            if pause_s and (round_ or index):
+                time.sleep(pause_s)
             taken.append(sampler())
     return [statistics.median(taken) for taken in samples]
