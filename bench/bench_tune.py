@@ -6,13 +6,15 @@ matmul and as a share of the machine's fp32 peak (independent 512-bit FMA chains
 compiled with gcc). Those last figures are timed *in turns* after both tunes (one sample of the
 peak program, NumPy and each best kernel per round, median of 7 rounds), because this virtual
 machine's speed drifts (its 2-core peak swings between ~320 and ~480 GFLOP/s) and figures taken
-minutes apart would compare the host's mood, not the kernels. Cold start (a fresh Python
+minutes apart would compare the host's mood, not the kernels. At 64 trials (one round) the
+result is mostly the luck of the first sample, so 128^3 and 512^3 run three seeds each and the
+quality ratio is given per seed and as their median. Cold start (a fresh Python
 process, ``import tvm`` included, 128^3) is measured in subprocesses. Both tuners get the same
 target, seed, trials and round size. ``TVM_NUM_THREADS`` is set to the core count so that raw
 ``tune_tir``'s runner processes also time candidates on every core (TVM's own default on x86 is
 half the logical CPUs: one thread here).
 
-    .venv/bin/python bench/bench_tune.py                       # 1024 at 256; 128, 512 at 64
+    .venv/bin/python bench/bench_tune.py          # 1024 at 256 (seed 0); 128, 512 at 64 (seeds 0-2)
     .venv/bin/python bench/bench_tune.py --sizes 128:32 --no-cold
     .venv/bin/python bench/bench_tune.py --sizes 1024:256 --no-raw
 """
@@ -23,6 +25,7 @@ import argparse
 import contextlib
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -238,17 +241,8 @@ def load() -> str:
     return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def parse_sizes(specs: list[str], trials: int) -> list[tuple[int, int]]:
-    """``["128", "1024:256"]`` -> ``[(128, trials), (1024, 256)]``."""
-    out = []
-    for spec in specs:
-        size, _, count = spec.partition(":")
-        out.append((int(size), int(count) if count else trials))
-    return out
-
-
-def timed_in_turns(n: int, peak: PeakProgram, rows: list[dict], rounds: int = 7) -> dict:
-    """Time the fp32 peak, NumPy and each tuner's best kernel in turns (median of ``rounds``).
+def timed_in_turns(n: int, peak: PeakProgram, mods: list, rounds: int = 7) -> dict:
+    """Time the fp32 peak, NumPy and each module (a tuner's best) in turns (median of ``rounds``).
 
     One sample of each per round, so a slow spell of the machine (under a virtual machine the
     2-core peak swings by a third) weighs on every figure alike and the ratios stay fair; 0.5 s
@@ -260,59 +254,81 @@ def timed_in_turns(n: int, peak: PeakProgram, rows: list[dict], rounds: int = 7)
 
     target = tuning_target(None)
     samplers = [peak.sampler(), numpy_sampler(n)]
-    samplers += [kernel_sampler(r["mod"], target) for r in rows if r["mod"] is not None]
+    samplers += [kernel_sampler(mod, target) for mod in mods if mod is not None]
     medians = in_turns(samplers, rounds, pause_s=SETTLE_S)
     timed = iter(medians[2:])
     return {
         "peak_gflops": 1.0 / medians[0] if medians[0] == medians[0] else None,
         "numpy_s": medians[1],
-        "best_s": [next(timed) if r["mod"] is not None else None for r in rows],
+        "best_s": [next(timed) if mod is not None else None for mod in mods],
     }
 
 
-def report(n: int, trials: int, peak: PeakProgram, mine: dict, raw: dict | None) -> None:
+def report(
+    n: int, trials: int, peak: PeakProgram, runs: list[tuple[int, dict, dict | None]]
+) -> None:
+    """Print one size: a row per tuner and seed, then the rate and quality ratios."""
     flop = 2 * n**3
-    named = [("mlc driver", mine)] + ([("raw tune_tir", raw)] if raw else [])
-    turns = timed_in_turns(n, peak, [r for _, r in named])
+    rows = [(f"mlc driver s{seed}", mine) for seed, mine, _ in runs]
+    rows += [(f"raw tune_tir s{seed}", raw) for seed, _, raw in runs if raw]
+    turns = timed_in_turns(n, peak, [r["mod"] for _, r in rows])
     ref, peak_gf = turns["numpy_s"], turns["peak_gflops"]
+    best = dict(zip((name for name, _ in rows), turns["best_s"], strict=True))
 
     def of_peak(seconds: float | None) -> str:
         return f"{flop / seconds / 1e9 / peak_gf:4.0%} of peak" if peak_gf and seconds else ""
 
-    print(f"\n== {n}^3 fp32 matmul, {trials} trials ==  ({load()})")
-    print(f"timed in turns (median of 7 rounds): fp32 peak {peak_gf or 0:.1f} GFLOP/s")
-    print(f"numpy          {fmt(ref):>12}  {flop / ref / 1e9:7.1f} GFLOP/s  {of_peak(ref)}")
-    for (name, r), best in zip(named, turns["best_s"], strict=True):
+    print(
+        f"\n== {n}^3 fp32 matmul, {trials} trials, seeds {[s for s, _, _ in runs]} ==  ({load()})"
+    )
+    print(
+        f"timed in turns after the tunes (median of 7 rounds): fp32 peak {peak_gf or 0:.1f} GFLOP/s"
+    )
+    print(f"numpy               {fmt(ref):>12}  {flop / ref / 1e9:7.1f} GFLOP/s  {of_peak(ref)}")
+    for name, r in rows:
+        seconds = best[name]
         rate = r["trials"] / r["tune_s"] * 60
-        gf = flop / best / 1e9 if best else 0.0
-        vs = ref / best if best else 0.0
+        gf = flop / seconds / 1e9 if seconds else 0.0
+        vs = ref / seconds if seconds else 0.0
         own = f"  (its own figure {fmt(r['best_s'])})" if r["best_s"] else ""
-        print(f"{name:<14} {fmt(best):>12}  {gf:7.1f} GFLOP/s  {of_peak(best)}  "
+        print(f"{name:<19} {fmt(seconds):>12}  {gf:7.1f} GFLOP/s  {of_peak(seconds)}  "
               f"{vs:5.2f}x numpy  "
               f"{r['trials']:4d} trials in {r['tune_s']:6.1f} s = {rate:6.1f} trials/min  "
               f"first measurement (warm) {secs(r['first_s'])}{own}", flush=True)  # fmt: skip
-    if raw:
-        ratio = (mine["trials"] / mine["tune_s"]) / (raw["trials"] / raw["tune_s"])
-        mine_s, raw_s = turns["best_s"]
-        quality = raw_s / mine_s if raw_s and mine_s else 0.0
-        print(f"driver/raw: trials/min {ratio:.1f}x, result speed {quality:.2f}x", flush=True)
+    pairs = [(seed, mine, raw) for seed, mine, raw in runs if raw]
+    if pairs:
+        rate_mine = sum(m["trials"] for _, m, _ in pairs) / sum(m["tune_s"] for _, m, _ in pairs)
+        rate_raw = sum(r["trials"] for _, _, r in pairs) / sum(r["tune_s"] for _, _, r in pairs)
+        quality = [best[f"raw tune_tir s{s}"] / best[f"mlc driver s{s}"] for s, _, _ in pairs]
+        print(f"driver/raw: trials/min {rate_mine / rate_raw:.1f}x; result speed per seed "
+              f"{', '.join(f'{q:.2f}x' for q in quality)} (median {statistics.median(quality):.2f}x)",
+              flush=True)  # fmt: skip
+
+
+def parse_sizes(specs: list[str], trials: int) -> list[tuple[int, int, int]]:
+    """``["128::3", "1024:256"]`` -> ``[(128, trials, 3), (1024, 256, 1)]``."""
+    out = []
+    for spec in specs:
+        size, count, seeds = (spec.split(":") + ["", ""])[:3]
+        out.append((int(size), int(count) if count else trials, int(seeds) if seeds else 1))
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", nargs="+", default=["1024:256", "128", "512"],
-                        help="N or N:TRIALS, in order (default: 1024:256 128 512)")  # fmt: skip
+    parser.add_argument("--sizes", nargs="+", default=["1024:256", "128::3", "512::3"],
+                        help="N[:TRIALS[:SEEDS]], in order (default: 1024:256 128::3 512::3)")  # fmt: skip
     parser.add_argument("--trials", type=int, default=64, help="trials where a size names none")
     parser.add_argument("--per-iter", type=int, default=64,
                         help="candidates per search round (MetaSchedule's default: 64)")  # fmt: skip
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="the first seed of each size")
     parser.add_argument("--no-raw", action="store_true", help="skip raw tune_tir")
     parser.add_argument("--no-cold", action="store_true", help="skip the cold-start probes")
     args = parser.parse_args()
 
     print(f"machine: {os.cpu_count()} cores, TVM_NUM_THREADS={os.environ['TVM_NUM_THREADS']}; "
-          f"round size {args.per_iter}, seed {args.seed}; raw build timeout "
-          f"{RAW_BUILD_TIMEOUT_S:.0f} s; {load()}", flush=True)  # fmt: skip
+          f"round size {args.per_iter}; raw build timeout {RAW_BUILD_TIMEOUT_S:.0f} s; {load()}",
+          flush=True)  # fmt: skip
     peak = PeakProgram()
     print(f"fp32 peak (FMA chains, all cores): {peak.gflops() or 0:.1f} GFLOP/s", flush=True)
     if not args.no_cold:
@@ -323,10 +339,13 @@ def main() -> None:
                   f"raw tune_tir {secs(cold_probe('raw'))}", flush=True)  # fmt: skip
     warm = run_driver(64, 8, 8, args.seed)  # the process has tuned once: workers are warm
     print(f"warm-up tune (64^3, 8 trials) {secs(warm['total_s'])}; {load()}", flush=True)
-    for n, trials in parse_sizes(args.sizes, args.trials):
-        mine = run_driver(n, trials, args.per_iter, args.seed)
-        raw = None if args.no_raw else run_raw(n, trials, args.per_iter, args.seed)
-        report(n, trials, peak, mine, raw)
+    for n, trials, seeds in parse_sizes(args.sizes, args.trials):
+        runs = []
+        for seed in range(args.seed, args.seed + seeds):
+            mine = run_driver(n, trials, args.per_iter, seed)
+            raw = None if args.no_raw else run_raw(n, trials, args.per_iter, seed)
+            runs.append((seed, mine, raw))
+        report(n, trials, peak, runs)
     print(f"\ndone; {load()}", flush=True)
 
 
