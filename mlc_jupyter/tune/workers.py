@@ -267,11 +267,12 @@ def measure(
 
     The first call is timed directly (``time_evaluator`` would add an untimed warm-up call, which
     costs seconds for the worst candidates of a large workload). A candidate slower than
-    ``slower_factor`` times the best so far, or than ``SLOW_CALL_S``, keeps that one time. The
-    rest get 3 repeats within ``budget_s``; a contender (within ``CONTENDER_FACTOR`` of the best,
-    or the first of its task) is then timed again over ``contender_budget_s``, like MetaSchedule's
-    own runner times every candidate (100 ms), because the cost model and the search's parents
-    come from the fastest records, whose few percent apart a 3-call figure cannot tell.
+    ``slower_factor`` times the best so far, or than ``SLOW_CALL_S``, keeps that one time. A
+    contender (within ``CONTENDER_FACTOR`` of the best, or the first of its task) gets 3 repeats
+    over ``contender_budget_s``, as MetaSchedule's own runner times every candidate (100 ms),
+    because the cost model and the search's parents come from the fastest records, a few percent
+    apart, which a 3-call figure cannot tell. The rest get 3 repeats within ``budget_s`` (and
+    the contender's timing if those show it is one after all).
     Returns the per-repeat seconds and whether the measurement stopped early.
     """
     name = "main"  # MetaSchedule names every task's function "main"
@@ -285,14 +286,18 @@ def measure(
         first = float(rt_mod.time_evaluator(name, device, number=1, repeat=1)(*args).mean)
     if first > SLOW_CALL_S or (best is not None and first > slower_factor * best):
         return [first], True
-    number = max(1, min(1000, int(budget_s / 3 / max(first, 1e-7))))
-    timer = rt_mod.time_evaluator(name, device, number=number, repeat=3)
-    secs = [float(x) for x in timer(*args).results]
-    mean = sum(secs) / len(secs)
-    if best is None or mean < CONTENDER_FACTOR * best:
-        number = max(1, min(100_000, int(contender_budget_s / 3 / max(mean, 1e-9))))
+
+    def timed(budget: float, estimate: float) -> list[float]:
+        number = max(1, min(100_000, int(budget / 3 / max(estimate, 1e-9))))
         timer = rt_mod.time_evaluator(name, device, number=number, repeat=3)
-        secs = [float(x) for x in timer(*args).results]
+        return [float(x) for x in timer(*args).results]
+
+    if best is None or first < CONTENDER_FACTOR * best:
+        return timed(contender_budget_s, first), False
+    secs = timed(budget_s, first)
+    mean = sum(secs) / len(secs)
+    if mean < CONTENDER_FACTOR * best:  # its first call was slow; it is a contender after all
+        secs = timed(contender_budget_s, mean)
     return secs, False
 
 
