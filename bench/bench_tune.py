@@ -7,8 +7,10 @@ compiled with gcc). Those last figures are timed *in turns* after both tunes (on
 peak program, NumPy and each best kernel per round, median of 7 rounds), because this virtual
 machine's speed drifts (its 2-core peak swings between ~320 and ~480 GFLOP/s) and figures taken
 minutes apart would compare the host's mood, not the kernels. At 64 trials (one round) the
-result is mostly the luck of the first sample, so 128^3 and 512^3 run three seeds each and the
-quality ratio is given per seed and as their median. Cold start (a fresh Python
+result is mostly the luck of the first sample (the cost model predicts at random below 100
+samples), so 128^3 and 512^3 run three seeds each and the quality ratio is given per seed and
+as their median, and each run's selection (its returned kernel against the fastest of its own
+candidates, in turns) shows what the tuner's measuring decides. Cold start (a fresh Python
 process, ``import tvm`` included, 128^3) is measured in subprocesses. Both tuners get the same
 target, seed, trials and round size. ``TVM_NUM_THREADS`` is set to the core count so that raw
 ``tune_tir``'s runner processes also time candidates on every core (TVM's own default on x86 is
@@ -154,6 +156,7 @@ def run_driver(n: int, trials: int, per_iter: int, seed: int) -> dict:
         "mod": result.mod,
         "trials": result.trials_new,
         "errors": result.build_errors + result.run_errors,
+        "work": work,
     }
 
 
@@ -199,7 +202,7 @@ def run_raw(n: int, trials: int, per_iter: int, seed: int) -> dict:
             "first_s": first[0] - start if first else None,
             "first_abs": first[0] if first else None, "best_s": None,
             "mod": sch.mod if sch is not None else None,
-            "trials": records, "errors": None}  # fmt: skip
+            "trials": records, "errors": None, "work": work}  # fmt: skip
 
 
 def cold_probe(kind: str) -> float | None:
@@ -250,11 +253,11 @@ def timed_in_turns(n: int, peak: PeakProgram, mods: list, rounds: int = 7) -> di
     """
     from mlc_jupyter.measure.timer import SETTLE_S
     from mlc_jupyter.tune.options import tuning_target
-    from mlc_jupyter.tune.timing import in_turns, kernel_sampler
+    from mlc_jupyter.tune.timing import KernelSamplers, in_turns
 
-    target = tuning_target(None)
+    kernels = KernelSamplers(tuning_target(None))  # the same buffers for every tuner's best
     samplers = [peak.sampler(), numpy_sampler(n)]
-    samplers += [kernel_sampler(mod, target) for mod in mods if mod is not None]
+    samplers += [kernels.add(mod) for mod in mods if mod is not None]
     medians = in_turns(samplers, rounds, pause_s=SETTLE_S)
     timed = iter(medians[2:])
     return {
@@ -262,6 +265,38 @@ def timed_in_turns(n: int, peak: PeakProgram, mods: list, rounds: int = 7) -> di
         "numpy_s": medians[1],
         "best_s": [next(timed) if mod is not None else None for mod in mods],
     }
+
+
+#: Records whose own figure is within this factor of their run's best are re-timed for the
+#: selection check: a single reading overstates a kernel's steady time by up to ~2.2x here.
+POOL_FACTOR = 3.0
+
+
+def selection(run: dict, rounds: int = 6) -> float | None:
+    """The returned kernel's time over the fastest of the run's own candidates, timed in turns.
+
+    Below MetaSchedule's 100 warm-up samples its cost model predicts at random, so a short tune
+    is a random draw of candidates and two tuners' results differ by the luck of the draw. What
+    a tuner's measuring decides is which of *its* candidates it returns: 1.00x means the fastest.
+    """
+    from mlc_jupyter.measure.timer import SETTLE_S
+    from mlc_jupyter.tune import top_records
+    from mlc_jupyter.tune.options import tuning_target
+    from mlc_jupyter.tune.timing import KernelSamplers, in_turns
+    from mlc_jupyter.tvm_compat import Schedule
+
+    if run["mod"] is None:
+        return None
+    kernels = KernelSamplers(tuning_target(None), min_sample_s=0.03)
+    records = top_records(run["work"], 10_000)
+    pool = [r for r in records if r.latency_s < POOL_FACTOR * records[0].latency_s]
+    samplers = [kernels.add(run["mod"])]
+    for record in pool:
+        sch = Schedule(record.workload_mod)
+        record.trace.apply_to_schedule(sch, remove_postproc=False)
+        samplers.append(kernels.add(sch.mod))
+    medians = in_turns(samplers, rounds, pause_s=SETTLE_S / 10)
+    return medians[0] / min(medians[1:])
 
 
 def report(
@@ -295,6 +330,9 @@ def report(
               f"{vs:5.2f}x numpy  "
               f"{r['trials']:4d} trials in {r['tune_s']:6.1f} s = {rate:6.1f} trials/min  "
               f"first measurement (warm) {secs(r['first_s'])}{own}", flush=True)  # fmt: skip
+    picks = [(name, selection(r)) for name, r in rows]
+    print("selection (returned / fastest of its own candidates, in turns): "
+          + ", ".join(f"{name} {q:.2f}x" for name, q in picks if q), flush=True)  # fmt: skip
     pairs = [(seed, mine, raw) for seed, mine, raw in runs if raw]
     if pairs:
         rate_mine = sum(m["trials"] for _, m, _ in pairs) / sum(m["tune_s"] for _, m, _ in pairs)

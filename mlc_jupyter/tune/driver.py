@@ -28,7 +28,7 @@ from ..tvm_compat import (
 )
 from .options import parse_rpc, tuning_target, work_dir_for
 from .tasks import Tasks, apply_relax, assemble_tir, collect_tasks
-from .timing import in_turns, kernel_sampler, time_relax, time_tir
+from .timing import KernelSamplers, in_turns, time_relax, time_tir
 
 LOG_NAME = "tune.log"
 _MS_LOGGER = "tvm.s_tir.meta_schedule"
@@ -130,7 +130,8 @@ def _best_schedules(
 
     During the search a candidate is timed briefly, so the top few are close to each other and
     the first place can be noise. For TensorIR tasks the ``RETIME_TOP_K`` fastest records are
-    timed again in turns (:func:`~.timing.in_turns`) and the one with the lowest median wins.
+    timed again in turns (:func:`~.timing.in_turns`) on shared argument buffers
+    (:class:`~.timing.KernelSamplers`) and the one with the lowest median wins.
     """
     mods, traces, secs = {}, {}, {}
     k = RETIME_TOP_K if tasks.kind == "tir" else 1
@@ -138,6 +139,7 @@ def _best_schedules(
         if not database.has_workload(mod):
             continue
         contenders = []
+        samplers = KernelSamplers(target)
         for record in database.get_top_k(database.commit_workload(mod), k):
             sch = Schedule(mod)
             record.trace.apply_to_schedule(sch, remove_postproc=False)
@@ -145,7 +147,7 @@ def _best_schedules(
                 contenders.append((sch.mod, record.trace, None))
                 break
             try:
-                contenders.append((sch.mod, record.trace, kernel_sampler(sch.mod, target)))
+                contenders.append((sch.mod, record.trace, samplers.add(sch.mod)))
             except Exception:  # noqa: BLE001,S112 - a record that no longer builds is skipped
                 continue
         if not contenders:
