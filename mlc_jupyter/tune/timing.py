@@ -61,8 +61,8 @@ class KernelSamplers:
     """Samplers of kernels of one workload that time on the *same* argument buffers.
 
     Where a buffer lands in physical memory changes a kernel's speed: a tuned 512^3 matmul read
-    0.65-0.75 ms on most buffer sets here and 0.9-1.2 ms on about one in eight (cache-set
-    conflicts of page-aligned matrices). Kernels given their own buffers would race on that
+    0.65-0.75 ms on most buffer sets here and 0.9-1.2 ms on about one in eight (probably
+    cache-set conflicts of page-aligned matrices; not verified). Kernels given their own buffers would race on that
     lottery; here every sampler uses set ``k`` on its ``k``-th sample, cycling over ``arg_sets``
     sets, so in :func:`in_turns` each round compares the kernels on the same buffers and the
     median skips an unlucky set.
