@@ -280,21 +280,18 @@ def selection(run: dict, rounds: int = 6) -> float | None:
     a tuner's measuring decides is which of *its* candidates it returns: 1.00x means the fastest.
     """
     from mlc_jupyter.measure.timer import SETTLE_S
+    from mlc_jupyter.trace.load import replays
     from mlc_jupyter.tune import top_records
     from mlc_jupyter.tune.options import tuning_target
     from mlc_jupyter.tune.timing import KernelSamplers, in_turns
-    from mlc_jupyter.tvm_compat import Schedule
 
     if run["mod"] is None:
         return None
     kernels = KernelSamplers(tuning_target(None), min_sample_s=0.03)
     records = top_records(run["work"], 10_000)
     pool = [r for r in records if r.latency_s < POOL_FACTOR * records[0].latency_s]
-    samplers = [kernels.add(run["mod"])]
-    for record in pool:
-        sch = Schedule(record.workload_mod)
-        record.trace.apply_to_schedule(sch, remove_postproc=False)
-        samplers.append(kernels.add(sch.mod))
+    scheduled = [replays(r.trace, r.workload_mod) for r in pool]
+    samplers = [kernels.add(mod) for mod in [run["mod"], *scheduled] if mod is not None]
     medians = in_turns(samplers, rounds, pause_s=SETTLE_S / 10)
     return medians[0] / min(medians[1:])
 
