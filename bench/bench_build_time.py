@@ -54,8 +54,8 @@ def schedule_mm(func, jfactor: int):
 
 
 def bench_build(target: str, runs: int) -> None:
-    from mlc_jupyter.build import build_module, clear_cache, resolve_target
     from mlc_jupyter.cells import parse_script
+    from mlc_jupyter.compilation import build_module, clear_cache, resolve_target
     from mlc_jupyter.tvm_compat import compile as tvm_compile
 
     mod = parse_script(LISTING.read_text(), {}, kind="tir").objects["MyModule"]
@@ -77,8 +77,8 @@ def bench_timing(target: str, runs: int) -> None:
     import numpy as np
     from IPython.testing.globalipapp import start_ipython
 
-    from mlc_jupyter.build import build_module, device_for
     from mlc_jupyter.cells import parse_script
+    from mlc_jupyter.compilation import build_module, device_for
     from mlc_jupyter.measure import time_module
     from mlc_jupyter.tvm_compat import empty, tensor
 
@@ -145,7 +145,7 @@ def main() -> None:
     parser.add_argument("--target", default="llvm -num-cores=2")
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    from mlc_jupyter.build import describe_target
+    from mlc_jupyter.compilation import describe_target
 
     print(f"target: {describe_target(args.target)}")
     bench_build(args.target, args.runs)

@@ -157,7 +157,7 @@ class Built:
         return list(self.signatures)
 
     def __getitem__(self, name: str) -> Any:
-        from .build.call import bound_function
+        from .compilation.call import bound_function
 
         return bound_function(self, name)
 
@@ -168,13 +168,13 @@ class Built:
 
     def __call__(self, *args: Any) -> Any:
         """Call the module's only (or ``main``) function."""
-        from .build.call import bound_function
+        from .compilation.call import bound_function
 
         return bound_function(self, None)(*args)
 
     def source(self, kind: str = "tir") -> str:
         """Generated code: ``tir``, ``llvm``, ``asm`` or ``cuda``."""
-        from .build.source import generated_source
+        from .compilation.source import generated_source
 
         return generated_source(self, kind)
 

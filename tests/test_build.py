@@ -21,7 +21,7 @@ from build_support import (
     window_sum_gpu,
 )
 
-from mlc_jupyter.build import build_module, clear_cache, gpu_present
+from mlc_jupyter.compilation import build_module, clear_cache, gpu_present
 from mlc_jupyter.errors import BuildError, CallError, NoGPUError
 from mlc_jupyter.tvm_compat import empty, tensor
 

@@ -7,7 +7,7 @@ import pytest
 from build_support import LISTINGS
 from IPython.utils.capture import capture_output
 
-from mlc_jupyter.build import gpu_present
+from mlc_jupyter.compilation import gpu_present
 from mlc_jupyter.errors import BuildError, CallError, NoGPUError, TargetError
 from mlc_jupyter.results import Built, TimingReport
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from build_support import COURSE_TARGET, RELAX_ADD, mm_relu, parse, transform, vector_add_gpu
 
-from mlc_jupyter.build import build_module, gpu_present
+from mlc_jupyter.compilation import build_module, gpu_present
 from mlc_jupyter.errors import NoGPUError, TimingError
 from mlc_jupyter.measure import report_for, time_functions, time_module
 from mlc_jupyter.results import Timing

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mlc_jupyter.build import describe_target, gpu_present, is_gpu_target, resolve_target
+from mlc_jupyter.compilation import describe_target, gpu_present, is_gpu_target, resolve_target
 from mlc_jupyter.errors import TargetError
 from mlc_jupyter.tvm_compat import host_cpu, tvm
 

@@ -108,7 +108,7 @@ def report_bundle(report: TimingReport) -> dict[str, str]:
 
 
 def built_text(built: Built, name: str = "") -> str:
-    from ..build.targets import describe_target
+    from ..compilation.targets import describe_target
 
     how = "cached, built before" if built.cached else f"built in {built.build_s:.2f} s"
     funcs = "; ".join(

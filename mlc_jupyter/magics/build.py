@@ -41,7 +41,7 @@ class BuildMagics(Magics):
         The bound object's functions take NumPy arrays, PyTorch tensors or TVM tensors;
         passing only the inputs of a destination-passing function returns its outputs.
         """
-        from ..build import build_module, generated_source
+        from ..compilation import build_module, generated_source
 
         args = parse_argstring(self.mlc_build, line)
         mod = _lookup(self.shell, args.mod)

@@ -39,7 +39,7 @@ def time_functions(
     When ``ref`` is a NumPy expression and ``baselines`` is true, NumPy and PyTorch rows are
     added. Speed-ups are against the first variant.
     """
-    from ..build.call import prepare
+    from ..compilation.call import prepare
 
     if not variants:
         raise MLCError("nothing to time: name at least one built function or module")

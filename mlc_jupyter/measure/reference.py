@@ -59,7 +59,7 @@ def reference_outputs(
     """The expected outputs (NumPy) of the function for ``inputs``, or ``None`` without a ref."""
     import numpy as np
 
-    from ..build import build_module
+    from ..compilation import build_module
     from ..results import Built
     from ..tvm_compat import IRModule, PrimFunc, is_tvm_object
 

@@ -63,7 +63,7 @@ def _timing(name: str, results: list[float], number: int, flops: float | None, *
 
 
 def _built(obj: Any, target: Any) -> Built:
-    from ..build import build_module
+    from ..compilation import build_module
 
     obj = getattr(obj, "built", obj)
     return obj if isinstance(obj, Built) else build_module(obj, target)
@@ -94,8 +94,8 @@ def time_module(
     ``ref`` is a NumPy expression over the parameter names, a callable, a module or arrays;
     a mismatch gives a ``Timing`` with ``correct=False`` and ``error`` set instead of a time.
     """
-    from ..build.call import prepare, runtime_function, to_device
-    from ..build.targets import describe_target, device_for
+    from ..compilation.call import prepare, runtime_function, to_device
+    from ..compilation.targets import describe_target, device_for
 
     built = _built(mod_or_built, target)
     sig = prepare(built, _func_name(mod_or_built, func_name))
@@ -149,7 +149,7 @@ def time_module(
 
 
 def tvm_vm(built: Built) -> Any:
-    from ..build.targets import device_for
+    from ..compilation.targets import device_for
     from ..tvm_compat import tvm
 
     return tvm().relax.VirtualMachine(built.executable, device_for(built.target))

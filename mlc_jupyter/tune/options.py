@@ -16,11 +16,11 @@ from ..tvm_compat import tvm
 def tuning_target(spec: Any = None) -> Any:
     """The target to tune for: the host CPU (with ``mcpu`` and ``num-cores``) or a GPU that exists.
 
-    The spelling is the shared :func:`mlc_jupyter.build.resolve_target`'s. A GPU target on a
+    The spelling is the shared :func:`mlc_jupyter.compilation.resolve_target`'s. A GPU target on a
     machine without that GPU is refused at once (``NoGPUError``) instead of building candidates
     for minutes that can never run.
     """
-    from ..build import gpu_present, is_gpu_target, resolve_target
+    from ..compilation import gpu_present, is_gpu_target, resolve_target
 
     target = resolve_target(spec)
     kind = str(target.kind.name)

@@ -86,9 +86,9 @@ class KernelSamplers:
         return lambda: _on_measure_thread(self.target, sample)
 
     def _calibrate(self, mod: Any) -> Sampler:
-        from ..build import build_module
-        from ..build.call import prepare, to_device
-        from ..build.targets import device_for
+        from ..compilation import build_module
+        from ..compilation.call import prepare, to_device
+        from ..compilation.targets import device_for
         from ..measure.inputs import random_inputs
 
         built = build_module(mod, self.target)
