@@ -168,12 +168,10 @@ RAW_BUILD_TIMEOUT_S = 120.0
 
 def run_raw(n: int, trials: int, per_iter: int, seed: int) -> dict:
     """Tune with raw ``ms.tune_tir`` (default runner and callbacks; build timeout raised)."""
-    from tvm.ir.utils import derived_object
-
     from mlc_jupyter.tune.options import tuning_target
-    from mlc_jupyter.tvm_compat import meta_schedule
+    from mlc_jupyter.tvm_compat import derived_object, metaschedule
 
-    ms = meta_schedule()
+    ms = metaschedule()
     target = tuning_target(None)
     first: list[float] = []
     start = time.perf_counter()

@@ -60,11 +60,62 @@ def s_tir() -> ModuleType:
     return _s_tir
 
 
-def meta_schedule() -> ModuleType:
-    """MetaSchedule (``tvm.meta_schedule`` in the course)."""
+def metaschedule() -> ModuleType:
+    """MetaSchedule (``tvm.meta_schedule`` in the course), TVM's tuning framework."""
+    tvm()
     from tvm.s_tir import meta_schedule as ms
 
     return ms
+
+
+#: The PrimFunc attribute that promises LLVM its buffers do not alias (``"tir.noalias"`` before).
+NOALIAS_ATTR = "tirx.noalias"
+#: The attribute MetaSchedule sets on a kernel that is already scheduled (nothing to tune).
+IS_SCHEDULED_ATTR = "tirx.is_scheduled"
+
+#: The logger MetaSchedule writes its console and task logs under.
+METASCHEDULE_LOGGER = "tvm.s_tir.meta_schedule"
+#: The package that registers TensorIR's tensor intrinsics when imported.
+TENSOR_INTRIN_PACKAGE = "tvm.s_tir.tensor_intrin"
+
+
+def derived_object(cls: type) -> type:
+    """TVM's decorator that makes a Python subclass of a TVM object class (``Py*`` classes)."""
+    tvm()
+    from tvm.ir.utils import derived_object as _derived
+
+    return _derived(cls)
+
+
+def metaschedule_task_loggers(work_dir: str, task_names: list[str]) -> list[Any]:
+    """One logger per tuning task, writing to ``<work_dir>/logs`` as MetaSchedule's own do."""
+    from tvm.s_tir.meta_schedule.logging import get_loggers_from_work_dir
+
+    return get_loggers_from_work_dir(work_dir, task_names)
+
+
+def fork_seed(seed: int | None, n: int) -> list[int]:
+    """``n`` random states for ``n`` tuning tasks derived from one ``seed``."""
+    from tvm.s_tir.meta_schedule.utils import fork_seed as _fork
+
+    return _fork(seed, n=n)
+
+
+def remove_weight_layout_rewrite(mod: Any) -> Any:
+    """Drop the layout-rewrite blocks a tuned candidate carries, so it builds on its own."""
+    from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
+
+    return RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod)
+
+
+def estimate_tir_flops(mod: Any) -> float:
+    """TVM's FLOP estimate of a TensorIR module (raises for what it cannot count)."""
+    return float(s_tir().analysis.estimate_tir_flops(mod))
+
+
+def config_thread_pool(cores: int) -> None:
+    """Resize the calling thread's TVM pool to ``cores`` workers."""
+    tvm().get_global_func("runtime.config_threadpool")(0, cores)
 
 
 def Schedule(mod: Any, **kwargs: Any) -> Any:  # noqa: N802 - mirrors the TVM class name
@@ -151,7 +202,7 @@ def is_tvm_object(obj: Any) -> bool:
 
 
 @contextlib.contextmanager
-def meta_schedule_outside_notebook() -> Iterator[None]:
+def metaschedule_outside_notebook() -> Iterator[None]:
     """Keep MetaSchedule from drawing its pandas tables and clearing the cell.
 
     In a Jupyter kernel MetaSchedule's C++ side asks ``s_tir.meta_schedule.using_ipython`` and, if
@@ -161,7 +212,7 @@ def meta_schedule_outside_notebook() -> Iterator[None]:
     from tvm_ffi import get_global_func, register_global_func
 
     name = "s_tir.meta_schedule.using_ipython"
-    meta_schedule()  # registers the original
+    metaschedule()  # registers the original
     original = get_global_func(name, allow_missing=True)
     register_global_func(name, lambda: False, override=True)
     try:

@@ -156,7 +156,7 @@ def test_candidates_are_timed_on_as_many_threads_as_the_target_has_cores():
     import tvm
 
     from mlc_jupyter.tune.options import tuning_target
-    from mlc_jupyter.tune.workers import on_measure_thread, target_cores
+    from mlc_jupyter.tune.threads import on_measure_thread, target_cores
 
     # TVM's own default is half the logical CPUs (one thread on a 2-core machine)
     target = tuning_target("llvm -num-cores=2")

@@ -33,6 +33,6 @@ def top_records(work_dir: str | Path, k: int = 10) -> list[Record]:
 
 def list_devices(rpc: str) -> list[dict[str, Any]]:
     """The queue of an RPC tracker (``HOST:PORT[:KEY]``): one dict per device key."""
-    from .devices import list_devices as _list
+    from .rpc import list_devices as _list
 
     return _list(rpc)

@@ -15,13 +15,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tvm.ir.utils import derived_object
-
 from ..results import TuneProgress
-from ..tvm_compat import meta_schedule
-from .workers import BUILD_FAILED, INTERRUPTED, KNOWN_PREFIX, Shared, StopTuning
+from ..tvm_compat import derived_object, metaschedule
+from .run_state import BUILD_FAILED, INTERRUPTED, KNOWN_PREFIX, Shared, StopTuning
 
-ms = meta_schedule()
+ms = metaschedule()
 
 
 @derived_object

@@ -1,15 +1,14 @@
-"""Tuning options: the target, the RPC spec, the work dir of a workload."""
+"""Tuning options: the target and the work dir of a workload (the RPC spec is in :mod:`.rpc`)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..config import cache_dir
-from ..errors import NoGPUError, TargetError, TuneError
+from ..errors import NoGPUError, TargetError
 from ..tvm_compat import tvm
 
 
@@ -38,40 +37,6 @@ def tuning_target(spec: Any = None) -> Any:
     config = dict(target.export())
     config["num-cores"] = os.cpu_count() or 1
     return tvm().target.Target(config)
-
-
-@dataclass(frozen=True)
-class RPCSpec:
-    """Where to measure: a tracker's host, port and the device key."""
-
-    host: str
-    port: int
-    key: str
-
-    def __str__(self) -> str:
-        return f"{self.host}:{self.port}:{self.key}"
-
-
-def parse_rpc(spec: str | None) -> RPCSpec | None:
-    """Parse ``HOST:PORT:KEY``; with ``spec="env"`` read ``TVM_TRACKER_HOST/PORT/KEY``."""
-    if spec is None:
-        return None
-    if spec == "env":
-        host = os.environ.get("TVM_TRACKER_HOST")
-        port = os.environ.get("TVM_TRACKER_PORT")
-        key = os.environ.get("TVM_TRACKER_KEY")
-        if not (host and port and key):
-            raise TuneError(
-                "--rpc env needs TVM_TRACKER_HOST, TVM_TRACKER_PORT and TVM_TRACKER_KEY set"
-            )
-        spec = f"{host}:{port}:{key}"
-    parts = spec.split(":")
-    if len(parts) != 3 or not parts[1].isdigit() or not parts[0] or not parts[2]:
-        raise TuneError(
-            f"--rpc expects HOST:PORT:KEY (e.g. 127.0.0.1:9190:local), got {spec!r}",
-            hint="the key is the one the RPC servers registered with (rpc_server --key)",
-        )
-    return RPCSpec(parts[0], int(parts[1]), parts[2])
 
 
 def space_key(space: Any) -> str:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import TuneError
-from ..tvm_compat import meta_schedule, tvm
+from ..tvm_compat import IS_SCHEDULED_ATTR, NOALIAS_ATTR, PrimFunc, metaschedule, tvm
 
 
 @dataclass
@@ -23,14 +23,14 @@ class Tasks:
 
 
 def _normalise_func(func: Any) -> Any:
-    """A PrimFunc as MetaSchedule stores it: ``tirx.noalias`` set, module with ``main``.
+    """A PrimFunc as MetaSchedule stores it: the no-alias attribute set, module with ``main``.
 
     Passing the module unnormalised is the ``compile_tir`` trap (the stored workload gains
-    ``"tirx.noalias"`` and no longer matches); doing it here, once, avoids it.
+    the no-alias attribute and no longer matches); doing it here, once, avoids it.
     """
     _tvm = tvm()
-    if not (func.attrs and "tirx.noalias" in func.attrs):
-        func = func.with_attr("tirx.noalias", True)
+    if not (func.attrs and NOALIAS_ATTR in func.attrs):
+        func = func.with_attr(NOALIAS_ATTR, True)
     func = func.with_attr("global_symbol", "main")
     return _tvm.IRModule({"main": func})
 
@@ -45,7 +45,7 @@ def collect_tasks(mod: Any, target: Any) -> Tasks:
     _tvm = tvm()
     if isinstance(mod, _tvm.relax.Function):
         mod = _tvm.IRModule({"main": mod})
-    if isinstance(mod, _tvm.tirx.PrimFunc):
+    if isinstance(mod, PrimFunc()):
         mod = _tvm.IRModule({"main": mod})
     if not isinstance(mod, _tvm.IRModule):
         raise TuneError(
@@ -53,10 +53,10 @@ def collect_tasks(mod: Any, target: Any) -> Tasks:
             "or a Relax IRModule"
         )
     if _has_relax(mod):
-        ms = meta_schedule()
+        ms = metaschedule()
         prepared = _fuse(mod, target)
         extracted = ms.relax_integration.extract_tasks(prepared, target)
-        extracted = [t for t in extracted if not t.mod.attrs.get("tirx.is_scheduled", False)]
+        extracted = [t for t in extracted if not t.mod.attrs.get(IS_SCHEDULED_ATTR, False)]
         if not extracted:
             raise TuneError("this Relax module has no kernels left to tune")
         return Tasks(
@@ -71,7 +71,7 @@ def collect_tasks(mod: Any, target: Any) -> Tasks:
     names, mods, func_names = [], [], []
     functions = {}
     for gv, func in mod.functions_items():
-        if isinstance(func, _tvm.tirx.PrimFunc):
+        if isinstance(func, PrimFunc()):
             task_mod = _normalise_func(func)
             functions[gv.name_hint] = task_mod["main"]
             names.append(gv.name_hint)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import MLCError
+from .threads import on_measure_thread, target_cores
 
 #: A zero-argument function that times one calibrated sample and returns seconds per call.
 Sampler = Callable[[], float]
@@ -35,8 +36,6 @@ def _median(mod: Any, target: Any, name: str) -> float:
 
 
 def _on_measure_thread(target: Any, fn: Any, *args: Any) -> Any:
-    from .workers import on_measure_thread, target_cores
-
     return on_measure_thread(target_cores(target), fn, *args)
 
 
