@@ -7,6 +7,40 @@ few lines: where (cell line and column), what, and what to do. ``str(error)`` st
 
 from __future__ import annotations
 
+import re
+
+#: Lines of an error's text that never say why it failed: traceback frames, IR comments, carets.
+_NOISE = ("Traceback", "File ", "#", "^", "-->")
+#: A line that names an exception, as the last line of a Python traceback does.
+_EXCEPTION_LINE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Interrupt)\b:")
+#: The prefix of a failed C++ check (``Check failed: (x == y) is false: reason``).
+_CHECK_FAILED = re.compile(r"^Check failed: .*? : ")
+
+
+def error_reason(err: BaseException | str, *, limit: int | None = 300) -> str:
+    """The one line of an error that says why it failed, without the dumps around it.
+
+    TVM puts the reason in different places: a schedule error dumps the whole IR and ends with
+    ``Error message: why``; a text that holds a traceback ends with ``SomeError: why``; a C++
+    check starts ``Check failed: (cond) is false: why``; other messages say why on their first
+    line. Every layer that shows an error in one line uses this function, so a better rule here
+    improves every message. ``limit`` cuts the line (``None``: never).
+    """
+    text = str(err).strip()
+    if not text:
+        return type(err).__name__ if isinstance(err, BaseException) else "unknown error"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    marked = [line for line in lines if line.startswith("Error message:")]
+    if marked:
+        reason = marked[-1][len("Error message:") :].strip()
+    elif any(line.startswith("Traceback") for line in lines):
+        named = [line for line in lines if _EXCEPTION_LINE.match(line)]
+        reason = named[-1] if named else lines[-1]
+    else:
+        reason = next((line for line in lines if not line.startswith(_NOISE)), lines[0])
+    reason = _CHECK_FAILED.sub("", reason)
+    return reason if limit is None else reason[:limit]
+
 
 class MLCError(Exception):
     """Base class: an error with a short, actionable message and an optional hint."""

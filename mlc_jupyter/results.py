@@ -253,7 +253,8 @@ class ScheduleRun:
     """A schedule cell run step by step: the initial module, the steps and the outcome.
 
     ``error`` is the :class:`~mlc_jupyter.errors.ScheduleStepError` of the failing statement (the
-    steps before it are kept); ``sch`` is the schedule (``None`` when a step failed).
+    steps before it are kept); ``sch`` is the schedule (``None`` when a step failed);
+    ``namespace`` holds only the names the schedule code itself bound (``b = sch.get_sblock(...)``).
     """
 
     initial_script: str

@@ -48,6 +48,11 @@ def script_namespaces() -> dict[str, Any]:
     return {"T": T, "I": I, "R": R, "tvm": _tvm, "relax": _tvm.relax}
 
 
+def schedule_namespace() -> dict[str, Any]:
+    """The names schedule code sees without imports: the script names and the schedule package."""
+    return {**script_namespaces(), "s_tir": s_tir()}
+
+
 def tirx() -> ModuleType:
     """The TIR expression/statement namespace (``tvm.tir`` in the course)."""
     return tvm().tirx

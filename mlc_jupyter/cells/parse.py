@@ -21,7 +21,7 @@ from typing import Any
 
 from .. import tvm_compat
 from ..dialect import Translation, translate
-from ..errors import CellError, TVMScriptError
+from ..errors import CellError, TVMScriptError, error_reason
 from ..results import ParsedCell
 from .checks import check_loop_extents
 
@@ -189,10 +189,10 @@ class _Locator:
             line, column = int(found.group("line")), int(found.group("col"))
             column, span = _narrow_to_name(message, self.translation, line, column, span)
             return self.error(
-                _shorten(message), line, column, hint=_hint_for(message, kind), span=span
+                _reason(message), line, column, hint=_hint_for(message, kind), span=span
             )
         frame = _last_cell_frame(err, self.filename)
-        message = f"{type(err).__name__}: {_shorten(text)}" if text else type(err).__name__
+        message = f"{type(err).__name__}: {_reason(text)}" if text else type(err).__name__
         if frame is None:
             return self.error(message, 1, 1, hint=_hint_for(text, kind))
         line, column, span = frame
@@ -223,11 +223,8 @@ def _narrow_to_name(
     return column, span
 
 
-def _shorten(message: str) -> str:
-    """Drop C++ check prefixes and keep the first line of a long TVM message."""
-    message = message.strip().splitlines()[0] if message.strip() else message
-    message = re.sub(r"^Check failed: .*? : ", "", message)
-    return message
+def _reason(message: str) -> str:
+    return error_reason(message, limit=None) if message.strip() else message
 
 
 def _hint_for(message: str, kind: str) -> str:

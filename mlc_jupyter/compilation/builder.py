@@ -10,7 +10,7 @@ import dataclasses
 import time
 from typing import Any
 
-from ..errors import BuildError
+from ..errors import BuildError, error_reason
 from ..results import Built
 from ..tvm_compat import compile as tvm_compile
 from ..tvm_compat import structural_equal, structural_hash, version
@@ -34,15 +34,6 @@ def cache_key(mod: Any, target: Any) -> str:
 def clear_cache() -> None:
     """Forget every cached build."""
     _CACHE.clear()
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("  File ")]
-    for line in lines:
-        if "Error" in line or "error" in line:
-            return line.strip()[:400]
-    return (lines[-1].strip() if lines else type(err).__name__)[:400]
 
 
 def build_module(mod: Any, target: Any = None, *, force: bool = False) -> Built:
@@ -74,7 +65,7 @@ def build_module(mod: Any, target: Any = None, *, force: bool = False) -> Built:
     try:
         executable = tvm_compile(mod, target)
     except Exception as err:  # noqa: BLE001 - TVM raises many types; show one line
-        raise BuildError(f"TVM could not build the module: {_first_line(err)}") from None
+        raise BuildError(f"TVM could not build the module: {error_reason(err)}") from None
     built = Built(
         mod=mod,
         target=target,

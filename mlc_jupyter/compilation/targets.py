@@ -11,7 +11,7 @@ import shlex
 from typing import Any
 
 from ..config import default_target
-from ..errors import TargetError
+from ..errors import TargetError, error_reason
 from ..tvm_compat import host_cpu, tvm
 
 _ALIASES = {"cpu": "llvm", "gpu": "cuda"}
@@ -95,8 +95,7 @@ def resolve_target(spec: Any = None) -> Any:
     try:
         return _tvm.target.Target(spec)
     except Exception as err:  # noqa: BLE001 - TVM raises ValueError / TVMError here
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise TargetError(f"cannot use target {spec!r}: {first}") from None
+        raise TargetError(f"cannot use target {spec!r}: {error_reason(err)}") from None
 
 
 #: The CUDA architecture TVM builds for when no GPU can tell it (its own fallback).

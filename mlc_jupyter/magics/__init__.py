@@ -9,7 +9,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-MAGIC_MODULES: tuple[str, ...] = ("cells", "tune", "trace", "schedule", "build")
+MAGIC_MODULES: tuple[str, ...] = (
+    "cells", "build", "timing", "schedule", "trace", "tune", "devices",
+)  # fmt: skip
 
 
 def register_all(ipython: Any) -> None:

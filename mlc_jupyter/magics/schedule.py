@@ -4,17 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-
-def _lookup(shell: Any, expr: str) -> Any:
-    try:
-        return eval(expr, shell.user_ns)  # noqa: S307 - the user's own expression
-    except Exception as err:  # noqa: BLE001
-        raise UsageError(f"%%mlc_schedule: cannot find the module {expr!r}: {err}") from None
+from ..display.schedule import schedule_bundle
+from ..schedule import ScheduleSession
+from ..widgets.stepper import ScheduleStepper
+from .lookup import lookup
 
 
 @magics_class
@@ -39,13 +36,9 @@ class ScheduleMagics(Magics):
         (menus, undo/redo, export) and returns the widget.
         """
         args = parse_argstring(self.mlc_schedule, line)
-        mod = _lookup(self.shell, args.mod)
-        from ..schedule import ScheduleSession
-
+        mod = lookup(self.shell, args.mod, "mlc_schedule", "the module")
         base = args.mod.split(".")[0].split("[")[0]
         if cell is None:
-            from ..widgets.stepper import ScheduleStepper
-
             session = ScheduleSession(mod, "", namespace=self.shell.user_ns, func_name=args.func)
             title = f"interactive schedule of {args.mod}"
             return ScheduleStepper(session, interactive=True, title=title, target=args.target)
@@ -54,12 +47,8 @@ class ScheduleMagics(Magics):
         )
         run = session.run
         if args.static:
-            from ..display.schedule import schedule_bundle
-
             display(schedule_bundle(run), raw=True)
         else:
-            from ..widgets.stepper import ScheduleStepper
-
             widget = ScheduleStepper(session, title=f"schedule of {args.mod}", target=args.target)
             if args.time and run.error is None:
                 for step in [0, *(s.index for s in run.steps if s.changed)]:
@@ -71,13 +60,9 @@ class ScheduleMagics(Magics):
         return None
 
     def _bind(self, run: Any, name: str) -> None:
-        from ..tvm_compat import script_namespaces
-
+        """Bind what the schedule code defined, ``sch`` and ``name`` (the schedule)."""
         user_ns = self.shell.user_ns
-        skip = set(script_namespaces()) | {"s_tir", "__builtins__"}
-        for key, value in run.namespace.items():
-            if key not in skip and not key.startswith("_") and user_ns.get(key, None) is not value:
-                user_ns[key] = value
+        user_ns.update(run.namespace)
         user_ns["sch"] = run.sch
         user_ns[name] = run.sch
 

@@ -4,25 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-
-def _lookup(shell: Any, expr: str, what: str) -> Any:
-    try:
-        return eval(expr, shell.user_ns)  # noqa: S307 - the user's own expression
-    except Exception as err:  # noqa: BLE001
-        raise UsageError(
-            f"%mlc_trace: cannot find {what} {expr!r} in the notebook: {err}"
-        ) from None
+from ..display.trace import trace_bundle
+from ..trace import load_trace
+from ..tvm_compat import IRModule, PrimFunc, is_tvm_object
+from ..widgets.trace_replay import TraceReplay
+from .lookup import lookup
 
 
 def _module_candidates(shell: Any) -> list[Any]:
     """The notebook's IRModules and PrimFuncs, newest first (to find a Schedule's module)."""
-    from ..tvm_compat import IRModule, PrimFunc, is_tvm_object
-
     kinds = (IRModule(), PrimFunc())
     values = [v for k, v in shell.user_ns.items() if not k.startswith("_") and is_tvm_object(v)]
     return [v for v in reversed(values) if isinstance(v, kinds)]
@@ -47,21 +41,16 @@ class TraceMagics(Magics):
         ``--as NAME`` (default ``OBJ_replayed``). Returns the widget (``w = %mlc_trace sch``).
         """
         args = parse_argstring(self.mlc_trace, line)
-        obj = _lookup(self.shell, args.obj, "the trace")
-        mod = _lookup(self.shell, args.mod, "the module") if args.mod else None
+        obj = lookup(self.shell, args.obj, "mlc_trace", "the trace")
+        mod = lookup(self.shell, args.mod, "mlc_trace", "the module") if args.mod else None
         base = args.obj.split(".")[0].split("[")[0]
         name = args.name or f"{base}_replayed"
         mod_name = args.mod or (f"{args.obj}.workload" if hasattr(obj, "workload") else "mod")
         candidates = [] if mod is not None else _module_candidates(self.shell)
-        from ..trace import load_trace
-
         session = load_trace(obj, mod, candidates)
         if args.static:
-            from ..display.trace import trace_bundle
-
             display(trace_bundle(session), raw=True)
             return None
-        from ..widgets.trace_replay import TraceReplay
 
         def bind(result: Any) -> None:
             self.shell.user_ns[name] = result

@@ -1,4 +1,4 @@
-"""``%mlc_tune`` and ``%mlc_devices``: MetaSchedule tuning with live progress, RPC devices."""
+"""``%mlc_tune``: MetaSchedule tuning with live progress (RPC devices: :mod:`.devices`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
+from .. import tune as tuning  # tuning.tune loads TVM on first use
 from ..display.tune import progress_bundle, progress_text, register_formatters, result_bundle
+from ..tvm_compat import is_tvm_object
+from .lookup import lookup
 
 
 class _Progress:
@@ -44,15 +47,11 @@ class _Progress:
             print(progress_text(event), flush=True)
 
 
-def _lookup(shell: Any, name: str) -> Any:
-    try:
-        value = eval(name, shell.user_ns)  # noqa: S307 - the user's own expression
-    except Exception as err:  # noqa: BLE001
-        raise UsageError(f"%mlc_tune: cannot find {name!r} in the notebook: {err}") from None
-    from ..tvm_compat import is_tvm_object
-
+def _workload(shell: Any, name: str) -> Any:
+    """The module ``name`` holds, or the one it returns when it is a plain Python function."""
+    value = lookup(shell, name, "mlc_tune")
     if callable(value) and not is_tvm_object(value):
-        value = value()  # a plain Python function that builds the module
+        value = value()
     return value
 
 
@@ -88,16 +87,14 @@ class TuneMagics(Magics):
         the batch in flight and keeps the best so far.
         """
         args = parse_argstring(self.mlc_tune, line)
-        mod = _lookup(self.shell, args.mod)
+        mod = _workload(self.shell, args.mod)
         space = args.space
         if space != "default":
             space = self.shell.user_ns.get(space, space)
             if not callable(space):
                 raise UsageError("--space takes 'default' or the name of a schedule function")
-        from ..tune import tune
-
         progress = _Progress(self.shell, args.quiet)
-        result = tune(
+        result = tuning.tune(
             mod,
             args.target,
             trials=args.trials,
@@ -115,28 +112,6 @@ class TuneMagics(Magics):
             print(f"bound {name}")
             display(result_bundle(result), raw=True)
         return None
-
-    @magic_arguments()
-    @argument("tracker", nargs="?", default=None, help="HOST:PORT (default: TVM_TRACKER_HOST/PORT)")
-    @line_magic
-    def mlc_devices(self, line: str) -> Any:
-        """List the device keys an RPC tracker knows, with free and pending counts."""
-        import os
-
-        args = parse_argstring(self.mlc_devices, line)
-        spec = args.tracker
-        if spec is None:
-            host, port = os.environ.get("TVM_TRACKER_HOST"), os.environ.get("TVM_TRACKER_PORT")
-            if not (host and port):
-                raise UsageError("%mlc_devices needs HOST:PORT or TVM_TRACKER_HOST/PORT set")
-            spec = f"{host}:{port}"
-        from ..tune import list_devices
-
-        devices = list_devices(spec)
-        if not devices:
-            print(f"tracker {spec}: no devices registered")
-        for dev in devices:
-            print(f"{dev['key']:<20} free {dev['free']:>3}  pending {dev['pending']:>3}")
 
 
 def register(ipython: Any) -> None:

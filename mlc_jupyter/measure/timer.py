@@ -7,7 +7,7 @@ import statistics
 import time
 from typing import Any
 
-from ..errors import MLCError, TimingError
+from ..errors import MLCError, TimingError, error_reason
 from ..results import Built, Timing
 from .inputs import random_inputs
 from .reference import compare, reference_outputs
@@ -136,7 +136,7 @@ def time_module(
     except MLCError:
         raise
     except Exception as err:  # noqa: BLE001
-        raise TimingError(f"timing {sig.name} failed: {str(err).strip()[:300]}") from None
+        raise TimingError(f"timing {sig.name} failed: {error_reason(err)}") from None
     results = [float(x) for x in measured.results]
     return _timing(
         label,

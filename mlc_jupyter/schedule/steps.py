@@ -8,7 +8,7 @@ from typing import Any
 
 from .. import tvm_compat
 from ..dialect import translate
-from ..errors import ScheduleStepError
+from ..errors import ScheduleStepError, error_reason
 from ..results import ScheduleRun, ScheduleStep
 from .irdiff import changed_lines
 
@@ -45,14 +45,7 @@ def short_schedule_error(err: BaseException) -> str:
     """Turn a TVM ScheduleError (with its whole-IR dump) into one line: primitive: reason."""
     text = str(err)
     primitive = _PRIMITIVE.search(text)
-    reason = ""
-    for line in text.splitlines():
-        if line.startswith("Error message:"):
-            reason = line[len("Error message:") :].strip()
-    if not reason:
-        lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-        reason = lines[-1] if lines else type(err).__name__
-        reason = re.sub(r"^(\w+Error: )+", "", reason)
+    reason = re.sub(r"^(\w+Error: )+", "", error_reason(err))
     # "tirx.For#0" -> the loop/block line the diagnostic annotates ("for j in range(128)")
     lines = text.splitlines()
     for ref in set(_OBJ_REF.findall(reason)):
@@ -124,8 +117,8 @@ def run_schedule_cell(
         )
         return ScheduleRun(mod.script(), (), error)
     sch = fresh_schedule(mod, func_name)
-    ns: dict[str, Any] = {**tvm_compat.script_namespaces(), **(namespace or {}), "sch": sch}
-    ns["s_tir"] = tvm_compat.s_tir()
+    given: dict[str, Any] = {**tvm_compat.schedule_namespace(), **(namespace or {}), "sch": sch}
+    ns = dict(given)
     initial = sch.mod.script()
     steps: list[ScheduleStep] = []
     previous, n_trace = initial, 0
@@ -158,8 +151,18 @@ def run_schedule_cell(
             )
         )
         previous, n_trace = script, len(lines)
-    user_names = {k: v for k, v in ns.items() if k not in ("__builtins__",)}
-    return ScheduleRun(initial, tuple(steps), None, sch, user_names)
+    return ScheduleRun(initial, tuple(steps), None, sch, _defined(ns, given))
+
+
+def _defined(ns: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """The names the schedule code bound (new, or rebound to another object), ``sch`` aside."""
+    return {
+        key: value
+        for key, value in ns.items()
+        if key != "sch"
+        and not key.startswith("__")
+        and (key not in given or given[key] is not value)
+    }
 
 
 def export_steps(sch_or_run: Any) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import TraceError
+from ..errors import TraceError, error_reason
 from ..tvm_compat import Schedule, s_tir, structural_equal
 
 
@@ -79,18 +79,10 @@ def _trace_from_json(obj: Any, mod: Any) -> Any:
     try:
         s_tir().schedule.Trace.apply_json_to_schedule(obj, sch)
     except Exception as err:  # noqa: BLE001
-        raise TraceError(f"the JSON trace does not replay on this module: {_short(err)}") from None
+        raise TraceError(
+            f"the JSON trace does not replay on this module: {error_reason(err)}"
+        ) from None
     return sch.trace
-
-
-def _short(err: BaseException) -> str:
-    """The first meaningful line of a TVM error (not the IR dump that follows it)."""
-    text = str(err).strip()
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith(("Traceback", "File ", "#", "^")):
-            return line[:300]
-    return text[:300] or type(err).__name__
 
 
 def _is_dir(text: str) -> bool:

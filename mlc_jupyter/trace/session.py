@@ -11,11 +11,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import TraceError
+from ..errors import TraceError, error_reason
 from ..results import ReplayResult, TraceTiming
 from ..tvm_compat import Schedule, s_tir
 from . import decisions as dec
-from .load import TraceSource, _short, load, to_json_value
+from .load import TraceSource, load, to_json_value
 
 POSTPROC = "EnterPostproc"
 
@@ -110,7 +110,9 @@ class TraceSession:
             sch = Schedule(self.mod)
             new.apply_to_schedule(sch, remove_postproc=False)
         except Exception as err:  # noqa: BLE001 - a TVM refusal becomes a short message
-            raise TraceError(f"the trace does not replay with {value}: {_short(err)}") from None
+            raise TraceError(
+                f"the trace does not replay with {value}: {error_reason(err)}"
+            ) from None
         self._set_trace(new)
 
     def reset(self) -> None:
@@ -191,7 +193,9 @@ class TraceSession:
         try:
             trace.apply_to_schedule(sch, remove_postproc=False, decision_provider=provider)
         except Exception as err:  # noqa: BLE001
-            raise TraceError(f"the trace does not replay on this module: {_short(err)}") from None
+            raise TraceError(
+                f"the trace does not replay on this module: {error_reason(err)}"
+            ) from None
         self._modules[len(insts)] = sch.mod
         steps, post = [], False
         for i, (inst, text) in enumerate(zip(insts, texts, strict=True)):

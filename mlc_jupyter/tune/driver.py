@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import TuneError
+from ..errors import TuneError, error_reason
 from ..results import TuneProgress, TuneResult
 from ..tvm_compat import (
     METASCHEDULE_LOGGER,
@@ -174,7 +174,7 @@ def _search(
             return True
         except Exception as err:  # noqa: BLE001 - StopTuning arrives wrapped by the FFI
             if not shared.stop.is_set() and "StopTuning" not in f"{type(err)} {err}":
-                raise TuneError(f"tuning failed: {err}".splitlines()[0]) from None
+                raise TuneError(f"tuning failed: {error_reason(err)}") from None
             return True
         finally:
             shared.modules.clear()

@@ -10,7 +10,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import TuneError
+from ..errors import TuneError, error_reason
 from ..tvm_compat import metaschedule, tvm
 
 
@@ -71,7 +71,7 @@ def list_devices(spec: str) -> list[dict[str, Any]]:
         summary = tracker.summary()
     except Exception as err:  # noqa: BLE001 - TVM raises several types for a dead tracker
         raise TuneError(
-            f"cannot reach an RPC tracker at {host}:{port}: {str(err).splitlines()[0]}",
+            f"cannot reach an RPC tracker at {host}:{port}: {error_reason(err)}",
             hint="start one with: python -m tvm.exec.rpc_tracker --host 0.0.0.0 --port 9190",
         ) from None
     out = []

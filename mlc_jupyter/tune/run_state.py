@@ -10,6 +10,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import error_reason
+
 #: Prefix of the in-memory "artifact paths" the builder hands to the runner.
 MEMORY_PREFIX = "mlc-memory:"
 #: Prefix of the artifact path of a candidate already measured in an earlier run (resume).
@@ -47,5 +49,4 @@ class Shared:
         else:
             self.run_errors += 1
         if not self.first_error:
-            lines = [line for line in str(message).strip().splitlines() if line.strip()]
-            self.first_error = f"{kind}: " + (lines[-1] if lines else "unknown error")
+            self.first_error = f"{kind}: {error_reason(message)}"

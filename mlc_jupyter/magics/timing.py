@@ -1,0 +1,68 @@
+"""``%mlc_time``: check variants against a reference, then time them side by side."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+
+from ..display.timing import register_formatters, report_bundle
+from ..measure import time_functions
+from .lookup import lookup, unquote
+
+
+@magics_class
+class TimingMagics(Magics):
+    """Honest timings of built functions, with NumPy and PyTorch rows."""
+
+    @magic_arguments()
+    @argument("funcs", nargs="+", help="built functions or modules (variants) to time")
+    @argument("--args", default=None, help="Python expression giving the inputs (a tuple)")
+    @argument(
+        "--ref",
+        default=None,
+        help="NumPy expression over the parameter names (np.maximum(A @ B, 0)) or a callable",
+    )
+    @argument("--target", "-t", default=None, help="target for variants that are not built yet")
+    @argument("--func", default=None, help="the function to time in each module")
+    @argument("--number", type=int, default=None, help="calls per run (default: calibrated)")
+    @argument("--repeat", type=int, default=5, help="runs (default 5)")
+    @argument("--min-repeat-ms", type=float, default=50.0, help="least time per run")
+    @argument("-o", dest="output", action="store_true", help="return the TimingReport")
+    @line_magic
+    def mlc_time(self, line: str) -> Any:
+        """Check each variant against --ref (or the first variant), then time it.
+
+        Reports median, mean, std, min, runs, GFLOP/s and speed-up; with several variants a
+        table and a bar chart, plus NumPy and PyTorch rows when --ref is an array expression.
+        """
+        args = parse_argstring(self.mlc_time, line)
+        ns = self.shell.user_ns
+        variants = {name: lookup(self.shell, name, "mlc_time") for name in args.funcs}
+        inputs = lookup(self.shell, unquote(args.args), "mlc_time", "--args") if args.args else None
+        ref = unquote(args.ref)
+        if ref is not None and ref.isidentifier() and callable(ns.get(ref)):
+            ref = ns[ref]
+        report = time_functions(
+            variants,
+            args.target,
+            func_name=args.func,
+            args=inputs,
+            ref=ref,
+            number=args.number,
+            repeat=args.repeat,
+            min_repeat_ms=args.min_repeat_ms,
+            namespace=ns,
+        )
+        if args.output:
+            return report
+        display(report_bundle(report), raw=True)
+        return None
+
+
+def register(ipython: Any) -> None:
+    """Register ``%mlc_time`` and the renderers of builds and timings."""
+    ipython.register_magics(TimingMagics)
+    register_formatters(ipython)
