@@ -122,6 +122,45 @@ class BuildError(MLCError):
     """A module that does not build (or builds into something that cannot run)."""
 
 
+class KernelCompileError(BuildError):
+    """A GPU kernel that the GPU compiler (nvcc, ptxas or NVRTC) rejects, located in its source.
+
+    ``kernel`` is the CUDA kernel's name, ``cuda_line`` / ``cuda_text`` the line of the generated
+    CUDA source the compiler names (``None`` / ``""`` for ptxas, which names only the kernel),
+    ``words`` the identifiers the message quotes, ``cell`` a ``(label, line, text)`` of the
+    notebook cell that wrote one of them, when it was found.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kernel: str = "",
+        cuda_line: int | None = None,
+        cuda_text: str = "",
+        words: tuple[str, ...] = (),
+        cell: tuple[str, int, str] | None = None,
+        hint: str = "",
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.kernel = kernel
+        self.cuda_line = cuda_line
+        self.cuda_text = cuda_text
+        self.words = words
+        self.cell = cell
+
+    def render_lines(self) -> list[str]:
+        lines = [f"{type(self).__name__}: {self}"]
+        if self.cuda_line is not None:
+            lines.append(f"  CUDA line {self.cuda_line} | {self.cuda_text.strip()}")
+        if self.cell is not None:
+            label, line, text = self.cell
+            lines.append(f"  {label}, line {line} | {text.strip()}")
+        if self.hint:
+            lines.append(f"hint: {self.hint}")
+        return lines
+
+
 class CallError(MLCError):
     """A built function called with arguments of the wrong number, shape or dtype."""
 
@@ -132,6 +171,10 @@ class NoGPUError(MLCError):
 
 class TimingError(MLCError):
     """A timing request that cannot be carried out."""
+
+
+class RemoteError(MLCError):
+    """An RPC tracker, server or remote device that cannot be reached or used."""
 
 
 class TuneError(MLCError):

@@ -134,6 +134,52 @@ class ReplayResult:
 
 
 @dataclass(frozen=True)
+class KernelUsage:
+    """What one compiled GPU kernel uses per thread and per block (ptxas's report)."""
+
+    name: str
+    registers: int
+    shared_bytes: int
+    stack_bytes: int = 0
+    spill_bytes: int = 0
+
+    def describe(self) -> str:
+        text = f"{self.name}: {self.registers} registers, {self.shared_bytes} B shared"
+        if self.spill_bytes:
+            text += f", {self.spill_bytes} B spilled"
+        return text
+
+
+@dataclass(frozen=True)
+class DeviceCode:
+    """The GPU code of a CUDA build, compiled at build time (``Built.device_code``).
+
+    ``cubin`` is empty when nothing was compiled; ``note`` then says why (no nvcc, an
+    architecture this nvcc does not know, or TVM compiled it itself for the GPU present).
+    """
+
+    arch: str
+    compiler: str = ""
+    ptx: str = ""
+    cubin: bytes = field(default=b"", repr=False)
+    kernels: tuple[KernelUsage, ...] = ()
+    compile_s: float = 0.0
+    note: str = ""
+
+    @property
+    def compiled(self) -> bool:
+        return bool(self.cubin)
+
+    def summary(self) -> str:
+        if not self.compiled:
+            return f"device code: {self.note}"
+        usage = "; ".join(k.describe() for k in self.kernels)
+        return f"device code: {self.arch} cubin by {self.compiler}" + (
+            f" ({usage})" if usage else ""
+        )
+
+
+@dataclass(frozen=True)
 class Built:
     """A built module (``%mlc_build`` / ``build_module``): call its functions like Python ones.
 
@@ -151,6 +197,7 @@ class Built:
     relax: bool = False
     extern_symbols: tuple[str, ...] = ()
     key: str = ""
+    device_code: DeviceCode | None = None
 
     @property
     def functions(self) -> list[str]:
@@ -173,7 +220,7 @@ class Built:
         return bound_function(self, None)(*args)
 
     def source(self, kind: str = "tir") -> str:
-        """Generated code: ``tir``, ``llvm``, ``asm`` or ``cuda``."""
+        """Generated code: ``tir``, ``llvm``, ``asm``, ``cuda`` or ``ptx``."""
         from .compilation.source import generated_source
 
         return generated_source(self, kind)

@@ -225,3 +225,39 @@ def metaschedule_outside_notebook() -> Iterator[None]:
     finally:
         if original is not None:
             register_global_func(name, original, override=True)
+
+
+#: What TVM 0.27's CUDA module factory needs to compile a kernel when a GPU is present: the
+#: ``tvm_callback_cuda_compile`` global registered by ``tvm.support.nvcc`` (``tvm.contrib.nvcc``
+#: in the course), which uses NVRTC (the ``cuda-bindings`` package) unless this variable says nvcc.
+CUDA_COMPILE_MODE_VAR = "TVM_CUDA_COMPILE_MODE"
+
+
+def nvcc_compile(source: str, target: Any, fmt: str = "ptx") -> bytes:
+    """CUDA C++ -> ``fmt`` (``ptx``/``cubin``/``fatbin``) with nvcc and TVM's own flags.
+
+    Raises ``RuntimeError`` with the source, ``Compilation error:`` and nvcc's output.
+    """
+    from tvm.support import nvcc
+
+    with target:  # TVM reads the architecture from the current target
+        return bytes(nvcc.compile_cuda(source, target_format=fmt, compiler="nvcc"))
+
+
+def prefer_nvcc_without_nvrtc() -> None:
+    """Let TVM compile CUDA kernels with nvcc when NVRTC's Python bindings are not installed.
+
+    TVM 0.27 compiles with NVRTC by default and fails on a GPU machine without ``cuda-bindings``
+    although nvcc is there. A user's own ``TVM_CUDA_COMPILE_MODE`` is kept.
+    """
+    import importlib.util
+    import shutil
+
+    if CUDA_COMPILE_MODE_VAR in os.environ or not shutil.which("nvcc"):
+        return
+    try:
+        has_nvrtc = importlib.util.find_spec("cuda.bindings") is not None
+    except ModuleNotFoundError:
+        has_nvrtc = False
+    if not has_nvrtc:
+        os.environ[CUDA_COMPILE_MODE_VAR] = "nvcc"

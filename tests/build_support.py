@@ -69,6 +69,64 @@ def window_sum_gpu() -> Any:
     return sch.mod
 
 
+def blocking(sch: Any, tile_local_y, tile_local_x, tile_block_y, tile_block_x, tile_k) -> Any:
+    """Book §6.1.5: local blocking of the 1024^3 matmul (each thread keeps a tile of C)."""
+    block_c = sch.get_sblock("C")
+    c_local = sch.cache_write(block_c, 0, "local")
+    i, j, k = sch.get_loops(block=block_c)
+    i0, i1, i2 = sch.split(loop=i, factors=[None, tile_block_y, tile_local_y])
+    j0, j1, j2 = sch.split(loop=j, factors=[None, tile_block_x, tile_local_x])
+    k0, k1 = sch.split(loop=k, factors=[None, tile_k])
+    sch.unroll(k1)
+    sch.reorder(i0, j0, i1, j1, k0, k1, i2, j2)
+    sch.reverse_compute_at(c_local, j1)
+    sch.bind(i0, "blockIdx.y")
+    sch.bind(j0, "blockIdx.x")
+    sch.bind(i1, "threadIdx.y")
+    sch.bind(j1, "threadIdx.x")
+    sch.decompose_reduction(block_c, k0)
+    return sch
+
+
+def cache_read_and_coop_fetch(sch: Any, block: Any, nthread: int, read_idx: int, read_loc) -> None:
+    """Book §6.1.6: stage an input in shared memory, fetched by all threads (float4 loads)."""
+    read_cache = sch.cache_read(block=block, read_buffer_index=read_idx, storage_scope="shared")
+    sch.compute_at(block=read_cache, loop=read_loc)
+    inner0, inner1 = sch.get_loops(block=read_cache)[-2:]
+    inner = sch.fuse(inner0, inner1)
+    _, tx, vec = sch.split(loop=inner, factors=[None, nthread, 4])
+    sch.vectorize(vec)
+    sch.bind(tx, "threadIdx.x")
+
+
+def blocking_with_shared(
+    sch: Any, tile_local_y, tile_local_x, tile_block_y, tile_block_x, tile_k
+) -> Any:
+    """Book §6.1.6: shared-memory blocking of the 1024^3 matmul."""
+    block_c = sch.get_sblock("C")
+    c_local = sch.cache_write(block_c, 0, "local")
+    i, j, k = sch.get_loops(block=block_c)
+    i0, i1, i2 = sch.split(loop=i, factors=[None, tile_block_y, tile_local_y])
+    j0, j1, j2 = sch.split(loop=j, factors=[None, tile_block_x, tile_local_x])
+    k0, k1 = sch.split(loop=k, factors=[None, tile_k])
+    sch.reorder(i0, j0, i1, j1, k0, k1, i2, j2)
+    sch.reverse_compute_at(c_local, j1)
+    sch.bind(i0, "blockIdx.y")
+    sch.bind(j0, "blockIdx.x")
+    tx = sch.fuse(i1, j1)
+    sch.bind(tx, "threadIdx.x")
+    nthread = tile_block_y * tile_block_x
+    cache_read_and_coop_fetch(sch, block_c, nthread, 0, k0)
+    cache_read_and_coop_fetch(sch, block_c, nthread, 1, k0)
+    sch.decompose_reduction(block_c, k0)
+    return sch
+
+
+def gpu_matmul(schedule: Any, *tiles: int) -> Any:
+    """The book's 1024^3 matmul (§6.1.5 listing) scheduled by ``schedule(sch, *tiles)``."""
+    return schedule(Schedule(listing("ch6_matmul.py", "MyModuleMatmul")), *tiles).mod
+
+
 MISSING_EXTERN = """
 @T.prim_func
 def calls_missing(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):

@@ -13,7 +13,8 @@ from typing import Any
 from ..errors import BuildError, error_reason
 from ..results import Built
 from ..tvm_compat import compile as tvm_compile
-from ..tvm_compat import structural_equal, structural_hash, version
+from ..tvm_compat import prefer_nvcc_without_nvrtc, structural_equal, structural_hash, version
+from .device_code import device_code_of, failed_kernel_compile
 from .inspect import (
     as_module,
     extern_symbols,
@@ -61,11 +62,17 @@ def build_module(mod: Any, target: Any = None, *, force: bool = False) -> Built:
                 hint="split the loop and sch.bind(outer, 'blockIdx.x'); sch.bind(inner, "
                 "'threadIdx.x')",
             )
+    if target.kind.name == "cuda":
+        prefer_nvcc_without_nvrtc()  # with a GPU present, TVM compiles the kernels itself
     start = time.perf_counter()
     try:
         executable = tvm_compile(mod, target)
     except Exception as err:  # noqa: BLE001 - TVM raises many types; show one line
+        kernel_error = failed_kernel_compile(err)
+        if kernel_error is not None:
+            raise kernel_error from None
         raise BuildError(f"TVM could not build the module: {error_reason(err)}") from None
+    device_code = device_code_of(executable, target) if target.kind.name == "cuda" else None
     built = Built(
         mod=mod,
         target=target,
@@ -75,6 +82,7 @@ def build_module(mod: Any, target: Any = None, *, force: bool = False) -> Built:
         relax=relax,
         extern_symbols=tuple(sorted(extern_symbols(mod))),
         key=key,
+        device_code=device_code,
     )
     _CACHE[key] = built
     return built

@@ -98,8 +98,10 @@ def resolve_target(spec: Any = None) -> Any:
         raise TargetError(f"cannot use target {spec!r}: {error_reason(err)}") from None
 
 
-#: The CUDA architecture TVM builds for when no GPU can tell it (its own fallback).
-NO_GPU_CUDA_ARCH = "sm_50"
+#: The CUDA architecture of a ``cuda`` build when no GPU can tell it. TVM's own fallback, sm_50,
+#: is one CUDA 13's nvcc no longer compiles for; sm_80 (Ampere: bf16, async copies, mma tensor
+#: cores) is compiled by every nvcc from CUDA 11.0 to 13, so kernels can be checked at build time.
+NO_GPU_CUDA_ARCH = "sm_80"
 
 
 def _cuda_device_exists() -> bool:

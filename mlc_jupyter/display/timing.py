@@ -115,7 +115,10 @@ def built_text(built: Built, name: str = "") -> str:
         f"{n}({', '.join(p.describe() for p in sig.params)})" for n, sig in built.signatures.items()
     )
     label = f"{name}: " if name else ""
-    return f"{label}{how} for {describe_target(built.target)}\nfunctions: {funcs}"
+    text = f"{label}{how} for {describe_target(built.target)}\nfunctions: {funcs}"
+    if built.device_code is not None:
+        text += "\n" + built.device_code.summary()
+    return text
 
 
 def register_formatters(ipython: Any) -> None:

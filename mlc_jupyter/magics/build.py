@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from IPython.core.magic import Magics, line_magic, magics_class
@@ -11,6 +12,7 @@ from IPython.display import display
 from ..compilation import SOURCE_KINDS, build_module, generated_source
 from ..display.highlight import code_bundle
 from ..display.timing import built_text
+from ..errors import KernelCompileError
 from .lookup import lookup
 
 
@@ -30,16 +32,36 @@ class BuildMagics(Magics):
 
         The bound object's functions take NumPy arrays, PyTorch tensors or TVM tensors;
         passing only the inputs of a destination-passing function returns its outputs.
+        A CUDA build is compiled to GPU code when nvcc is installed (``--show ptx``).
         """
         args = parse_argstring(self.mlc_build, line)
         mod = lookup(self.shell, args.mod, "mlc_build", "the module")
-        built = build_module(mod, args.target, force=args.force)
+        try:
+            built = build_module(mod, args.target, force=args.force)
+        except KernelCompileError as err:
+            err.cell = err.cell or _cell_with(self.shell, err.words)
+            raise
         name = args.name or f"{args.mod.split('.')[-1]}_lib"
         self.shell.user_ns[name] = built
         print(built_text(built, name))
         if args.show:
             source = generated_source(built, args.show)
             display(code_bundle(source, f"{args.show} of {name}"), raw=True)
+
+
+def _cell_with(shell: Any, words: tuple[str, ...]) -> tuple[str, int, str] | None:
+    """The newest earlier cell line that names one of ``words``: ``("cell In[5]", line, text)``.
+
+    A kernel the GPU compiler rejects is reported in terms of the generated CUDA; a name it
+    quotes (a ``T.call_extern`` function, say) usually comes from a ``%%tir`` cell.
+    """
+    history = shell.history_manager.input_hist_raw
+    patterns = [re.compile(rf"\b{re.escape(word)}\b") for word in words]
+    for number in range(len(history) - 2, 0, -1):  # the last entry is the running cell
+        for index, text in enumerate(history[number].splitlines(), 1):
+            if any(p.search(text) for p in patterns):
+                return f"cell In[{number}]", index, text
+    return None
 
 
 def register(ipython: Any) -> None:
