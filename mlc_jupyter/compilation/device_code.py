@@ -194,7 +194,6 @@ def kernel_error(source: str, message: str, compiler: str = "nvcc") -> KernelCom
     )
 
 
-
 def failed_kernel_compile(err: BaseException) -> KernelCompileError | None:
     """The :class:`KernelCompileError` in an error TVM's own CUDA compile raised, else ``None``.
 
