@@ -5,7 +5,11 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
+
+from .cells import parse_script
+from .tvm_compat import use_all_cores
 
 __version__ = "0.1.0"
 __all__ = [
@@ -26,16 +30,13 @@ _LAZY = {
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        import importlib
-
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'mlc_jupyter' has no attribute {name!r}")
 
 
 def load_ipython_extension(ipython: Any) -> None:
     """Called by ``%load_ext mlc_jupyter``: register every magic and display formatter."""
-    from .magics import register_all
-    from .tvm_compat import use_all_cores
+    from .magics import register_all  # IPython's layer, only when IPython asks for it
 
     use_all_cores()  # before the kernel's first TVM kernel sizes its thread pool
     register_all(ipython)
@@ -47,13 +48,9 @@ def unload_ipython_extension(ipython: Any) -> None:
 
 def parse_tir(source: str, namespace: dict[str, Any] | None = None) -> Any:
     """Parse TensorIR TVMScript text (course or 0.27 spelling); return its last definition."""
-    from .cells import parse_script
-
     return parse_script(source, namespace, kind="tir", first_line=1).value
 
 
 def parse_relax(source: str, namespace: dict[str, Any] | None = None) -> Any:
     """Parse Relax TVMScript text (course or 0.27 spelling); return its last definition."""
-    from .cells import parse_script
-
     return parse_script(source, namespace, kind="relax", first_line=1).value

@@ -198,15 +198,16 @@ class Built:
     extern_symbols: tuple[str, ...] = ()
     key: str = ""
     device_code: DeviceCode | None = None
+    #: What calls the build's functions and reads its code: the compilation service sets it
+    #: (:class:`~mlc_jupyter.compilation.builder.BuiltRuntime`); results import no service.
+    runtime: Any = field(default=None, compare=False, repr=False)
 
     @property
     def functions(self) -> list[str]:
         return list(self.signatures)
 
     def __getitem__(self, name: str) -> Any:
-        from .compilation.call import bound_function
-
-        return bound_function(self, name)
+        return self.runtime.bound_function(self, name)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name not in self.__dict__.get("signatures", {}):
@@ -215,15 +216,11 @@ class Built:
 
     def __call__(self, *args: Any) -> Any:
         """Call the module's only (or ``main``) function."""
-        from .compilation.call import bound_function
-
-        return bound_function(self, None)(*args)
+        return self.runtime.bound_function(self, None)(*args)
 
     def source(self, kind: str = "tir") -> str:
         """Generated code: ``tir``, ``llvm``, ``asm``, ``cuda`` or ``ptx``."""
-        from .compilation.source import generated_source
-
-        return generated_source(self, kind)
+        return self.runtime.generated_source(self, kind)
 
 
 @dataclass(frozen=True)

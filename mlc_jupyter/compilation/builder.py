@@ -14,6 +14,7 @@ from ..errors import BuildError, error_reason
 from ..results import Built
 from ..tvm_compat import compile as tvm_compile
 from ..tvm_compat import prefer_nvcc_without_nvrtc, structural_equal, structural_hash, version
+from .call import bound_function
 from .device_code import device_code_of, failed_kernel_compile
 from .inspect import (
     as_module,
@@ -22,7 +23,16 @@ from .inspect import (
     signatures,
     unbound_gpu_functions,
 )
+from .source import generated_source
 from .targets import is_gpu_target, resolve_target
+
+
+class BuiltRuntime:
+    """What a :class:`~mlc_jupyter.results.Built` calls for its functions and generated code."""
+
+    bound_function = staticmethod(bound_function)
+    generated_source = staticmethod(generated_source)
+
 
 _CACHE: dict[str, Built] = {}
 
@@ -83,6 +93,7 @@ def build_module(mod: Any, target: Any = None, *, force: bool = False) -> Built:
         extern_symbols=tuple(sorted(extern_symbols(mod))),
         key=key,
         device_code=device_code,
+        runtime=BuiltRuntime(),
     )
     _CACHE[key] = built
     return built

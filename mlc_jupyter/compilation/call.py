@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..errors import BuildError, CallError, NoGPUError
 from ..tvm_compat import empty, tensor, tensor_type, tvm
 from .inspect import Signature, missing_symbols
@@ -28,8 +30,6 @@ def _kind(value: Any) -> str:
 
 
 def _as_numpy(value: Any) -> Any:
-    import numpy as np
-
     kind = _kind(value)
     if kind == "torch":
         return value.detach().cpu().numpy()
@@ -109,17 +109,19 @@ def to_device(built: Any, sig: Signature, args: tuple[Any, ...]) -> tuple[list[A
     return tensors, allocated
 
 
+def relax_vm(built: Any) -> Any:
+    """A Relax virtual machine over a Relax build, on the device of its target."""
+    return tvm().relax.VirtualMachine(built.executable, device_for(built.target))
+
+
 def runtime_function(built: Any, name: str) -> Any:
     """The packed function to call (through the Relax VM for Relax builds)."""
     if built.relax:
-        vm = tvm().relax.VirtualMachine(built.executable, device_for(built.target))
-        return vm[name]
+        return relax_vm(built)[name]
     return built.executable.mod[name]
 
 
 def _copy_back(values: tuple[Any, ...], tensors: list[Any]) -> None:
-    import numpy as np
-
     for value, out in zip(values, tensors, strict=False):
         kind = _kind(value)
         if kind == "numpy" and value.flags.writeable:

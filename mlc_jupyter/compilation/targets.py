@@ -7,6 +7,7 @@ names one. ``cuda`` / ``gpu`` / tags (``nvidia/nvidia-h100``) / dicts / ``Target
 
 from __future__ import annotations
 
+import json
 import shlex
 from typing import Any
 
@@ -112,8 +113,6 @@ def _cuda_device_exists() -> bool:
 
 
 def _to_dict(target: Any) -> dict[str, Any]:
-    import json
-
     return json.loads(str(target))
 
 

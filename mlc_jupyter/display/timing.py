@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from ..compilation.targets import describe_target
 from ..results import Built, Timing, TimingReport
 
 _BOX = "font-family: var(--jp-code-font-family, monospace); font-size: 12px"
@@ -108,8 +109,6 @@ def report_bundle(report: TimingReport) -> dict[str, str]:
 
 
 def built_text(built: Built, name: str = "") -> str:
-    from ..compilation.targets import describe_target
-
     how = "cached, built before" if built.cached else f"built in {built.build_s:.2f} s"
     funcs = "; ".join(
         f"{n}({', '.join(p.describe() for p in sig.params)})" for n, sig in built.signatures.items()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ..compilation.call import prepare
 from ..errors import MLCError
 from ..results import Built, Timing, TimingReport
 from .inputs import random_inputs
@@ -12,8 +13,8 @@ from .reference import expression_function, reference_outputs
 from .timer import (
     DEFAULT_MIN_REPEAT_MS,
     NOISY_SPREAD,
-    _built,
-    _func_name,
+    as_built,
+    function_name_of,
     let_threads_settle,
     time_callable,
     time_module,
@@ -39,12 +40,10 @@ def time_functions(
     When ``ref`` is a NumPy expression and ``baselines`` is true, NumPy and PyTorch rows are
     added. Speed-ups are against the first variant.
     """
-    from ..compilation.call import prepare
-
     if not variants:
         raise MLCError("nothing to time: name at least one built function or module")
-    builts = {name: _built(obj, target) for name, obj in variants.items()}
-    names = {name: _func_name(obj, func_name) for name, obj in variants.items()}
+    builts = {name: as_built(obj, target) for name, obj in variants.items()}
+    names = {name: function_name_of(obj, func_name) for name, obj in variants.items()}
     first = next(iter(builts.values()))
     sig = prepare(first, names[next(iter(builts))])
     inputs = list(args) if args is not None else random_inputs(sig, seed)

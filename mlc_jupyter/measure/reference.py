@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from ..compilation import build_module
 from ..errors import TimingError
+from ..results import Built
+from ..tvm_compat import IRModule, PrimFunc, is_tvm_object
 
 
 class _TorchAsNumpy:
@@ -33,8 +38,6 @@ class _TorchAsNumpy:
 
 def expression_function(expr: str, names: list[str], namespace: dict[str, Any] | None, lib: str):
     """A function of the inputs (by position) that evaluates ``expr`` with NumPy or PyTorch."""
-    import numpy as np
-
     try:
         code = compile(expr, "<ref>", "eval")
     except SyntaxError as err:
@@ -57,12 +60,6 @@ def reference_outputs(
     ref: Any, inputs: list[Any], sig: Any, target: Any, namespace: dict[str, Any] | None
 ) -> list[Any] | None:
     """The expected outputs (NumPy) of the function for ``inputs``, or ``None`` without a ref."""
-    import numpy as np
-
-    from ..compilation import build_module
-    from ..results import Built
-    from ..tvm_compat import IRModule, PrimFunc, is_tvm_object
-
     if ref is None:
         return None
     names = [p.name for p in sig.inputs]
@@ -88,8 +85,6 @@ def reference_outputs(
 
 def compare(outputs: list[Any], expected: list[Any], names: list[str]) -> str | None:
     """``None`` when every output matches its reference, else what differs."""
-    import numpy as np
-
     for name, got, want in zip(names, outputs, expected, strict=False):
         if got.shape != want.shape:
             return f"output {name} has shape {got.shape}, the reference {want.shape}"

@@ -7,8 +7,11 @@ import statistics
 import time
 from typing import Any
 
+from ..compilation import build_module, describe_target, device_for
+from ..compilation.call import prepare, relax_vm, runtime_function, to_device
 from ..errors import MLCError, TimingError, error_reason
 from ..results import Built, Timing
+from ..tvm_compat import IRModule, PrimFunc, estimate_tir_flops
 from .inputs import random_inputs
 from .reference import compare, reference_outputs
 
@@ -33,13 +36,11 @@ def let_threads_settle(after: Any = "numpy") -> None:
 
 def estimate_flops(mod: Any, name: str) -> float | None:
     """TVM's TIR FLOP estimate for function ``name`` (``None`` when it cannot tell)."""
-    from ..tvm_compat import PrimFunc, s_tir, tvm
-
     try:
         func = mod[name]
         if not isinstance(func, PrimFunc()):
             return None
-        flops = float(s_tir().analysis.estimate_tir_flops(tvm().IRModule({name: func})))
+        flops = estimate_tir_flops(IRModule()({name: func}))
     except Exception:  # noqa: BLE001 - the estimator refuses some functions
         return None
     return flops or None
@@ -62,14 +63,13 @@ def _timing(name: str, results: list[float], number: int, flops: float | None, *
     )
 
 
-def _built(obj: Any, target: Any) -> Built:
-    from ..compilation import build_module
-
+def as_built(obj: Any, target: Any) -> Built:
+    """``obj`` as a build: a build, a function of one (``lib.mm``), or a module built now."""
     obj = getattr(obj, "built", obj)
     return obj if isinstance(obj, Built) else build_module(obj, target)
 
 
-def _func_name(obj: Any, func_name: str | None) -> str | None:
+def function_name_of(obj: Any, func_name: str | None) -> str | None:
     """The function a variant names: ``lib.mm_relu`` names ``mm_relu``."""
     return getattr(obj, "func_name", None) or func_name
 
@@ -94,11 +94,8 @@ def time_module(
     ``ref`` is a NumPy expression over the parameter names, a callable, a module or arrays;
     a mismatch gives a ``Timing`` with ``correct=False`` and ``error`` set instead of a time.
     """
-    from ..compilation.call import prepare, runtime_function, to_device
-    from ..compilation.targets import describe_target, device_for
-
-    built = _built(mod_or_built, target)
-    sig = prepare(built, _func_name(mod_or_built, func_name))
+    built = as_built(mod_or_built, target)
+    sig = prepare(built, function_name_of(mod_or_built, func_name))
     label = name or sig.name
     tname = describe_target(built.target)
     inputs = list(args) if args is not None else random_inputs(sig, seed)
@@ -124,7 +121,7 @@ def time_module(
     dev = device_for(built.target)
     try:
         if sig.relax:
-            vm = tvm_vm(built)
+            vm = relax_vm(built)
             timer = vm.time_evaluator(
                 sig.name, dev, number=number or 1, repeat=repeat, min_repeat_ms=int(min_repeat_ms)
             )
@@ -146,13 +143,6 @@ def time_module(
         correct=correct,
         target=tname,
     )
-
-
-def tvm_vm(built: Built) -> Any:
-    from ..compilation.targets import device_for
-    from ..tvm_compat import tvm
-
-    return tvm().relax.VirtualMachine(built.executable, device_for(built.target))
 
 
 def time_callable(

@@ -7,19 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from .session import TraceSession
+
 __all__ = ["TraceSession", "load_trace"]
 
 
-def load_trace(obj: Any, mod: Any = None, candidates: Any = ()) -> Any:
+def load_trace(obj: Any, mod: Any = None, candidates: Any = ()) -> TraceSession:
     """A :class:`TraceSession` for a Schedule, Trace, JSON, tune result or tuning record."""
-    from .session import TraceSession
-
     return TraceSession.load(obj, mod, candidates)
-
-
-def __getattr__(name: str) -> Any:
-    if name == "TraceSession":
-        from .session import TraceSession
-
-        return TraceSession
-    raise AttributeError(name)

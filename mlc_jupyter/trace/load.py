@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TraceError, error_reason
-from ..tvm_compat import Schedule, s_tir, structural_equal
+from ..results import TuneResult
+from ..tune import top_records
+from ..tvm_compat import IRModule, PrimFunc, Schedule, s_tir, structural_equal
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,6 @@ def to_json_value(obj: Any) -> Any:
 
 def as_module(mod: Any) -> Any:
     """An IRModule from an IRModule or a PrimFunc (named ``main``)."""
-    from ..tvm_compat import IRModule, PrimFunc
-
     if isinstance(mod, IRModule()):
         return mod
     if isinstance(mod, PrimFunc()):
@@ -123,13 +123,10 @@ def load(obj: Any, mod: Any = None, candidates: Iterable[Any] = ()) -> TraceSour
         Modules to try when ``mod`` is not given.
     """
     st = s_tir()
-    from ..results import TuneResult
 
     if isinstance(obj, list | tuple) and obj and not isinstance(obj[0], list | str):
         obj = obj[0]
     if isinstance(obj, Path) or (isinstance(obj, str) and _is_dir(obj)):
-        from ..tune import top_records
-
         records = top_records(obj, 1)
         if not records:
             raise TraceError(f"{obj} holds no successful tuning record")

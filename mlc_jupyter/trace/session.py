@@ -16,6 +16,7 @@ from ..results import ReplayResult, TraceTiming
 from ..tvm_compat import Schedule, s_tir
 from . import decisions as dec
 from .load import TraceSource, load, to_json_value
+from .timing import time_replayed
 
 POSTPROC = "EnterPostproc"
 
@@ -132,8 +133,6 @@ class TraceSession:
     # -- timing ----------------------------------------------------------------------------------
     def retime(self, target: Any = None) -> TraceTiming:
         """Build and time the current module, compare it with the original, add a history row."""
-        from .timing import time_replayed
-
         row = time_replayed(self.final_module, self.mod, target, self.decisions(), self._trace)
         self.history.append(row)
         return row

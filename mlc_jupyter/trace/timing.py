@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import MLCError
+from ..measure import time_module
 from ..results import TraceTiming
 
 
@@ -15,8 +16,6 @@ def time_replayed(
 
     A build or run failure becomes a row with ``error`` set, so the history keeps it.
     """
-    from ..measure import time_module
-
     try:
         t = time_module(mod, target, ref=original)
     except MLCError as err:

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TuneError, error_reason
+from ..measure import estimate_flops
 from ..results import TuneProgress, TuneResult
 from ..tvm_compat import (
     METASCHEDULE_LOGGER,
-    estimate_tir_flops,
     fork_seed,
     metaschedule,
     metaschedule_outside_notebook,
@@ -296,7 +296,7 @@ def _result(
         tuned, baseline, latency, trace = _tuned_relax(run, best, shared)
     flop = None
     if tasks.kind == "tir" and len(tasks.mods) == 1:
-        flop = estimate_tir_flops(tasks.mods[0])
+        flop = estimate_flops(tasks.mods[0], "main")
     return TuneResult(
         workload=tasks.workload,
         mod=tuned,

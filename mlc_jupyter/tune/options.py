@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import inspect
 import os
 from pathlib import Path
 from typing import Any
 
+from ..compilation import gpu_present, is_gpu_target, resolve_target
 from ..config import cache_dir
 from ..errors import NoGPUError, TargetError
-from ..tvm_compat import tvm
+from ..tvm_compat import structural_hash, tvm
 
 
 def tuning_target(spec: Any = None) -> Any:
@@ -19,8 +21,6 @@ def tuning_target(spec: Any = None) -> Any:
     machine without that GPU is refused at once (``NoGPUError``) instead of building candidates
     for minutes that can never run.
     """
-    from ..compilation import gpu_present, is_gpu_target, resolve_target
-
     target = resolve_target(spec)
     kind = str(target.kind.name)
     if is_gpu_target(target):
@@ -47,8 +47,6 @@ def space_key(space: Any) -> str:
     func = getattr(space, "__wrapped__", space)
     name = f"{getattr(func, '__module__', '')}.{getattr(func, '__qualname__', type(func).__name__)}"
     try:
-        import inspect
-
         text = inspect.getsource(func)
     except (OSError, TypeError):
         text = repr(func)
@@ -61,8 +59,6 @@ def work_dir_for(workload: Any, target: Any, kind: str, space: Any = "default") 
     Tunes of one workload in different search spaces keep separate databases: a record of one
     space is no answer for the other.
     """
-    from ..tvm_compat import structural_hash
-
     key = f"{structural_hash(workload)}|{target}"
     if space_key(space):
         key += f"|{space_key(space)}"

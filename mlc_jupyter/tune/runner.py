@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..measure.inputs import random_array
 from ..tvm_compat import derived_object, metaschedule, tensor
 from .builder import Pending, compile_all
 from .policy import BRIEF_BUDGET_S, measure
@@ -73,19 +74,14 @@ class _DoneFuture(ms.runner.PyRunnerFuture):
 
 
 def _alloc_args(args_info: list[Any], device: Any, cache: dict[str, list[Any]]) -> list[Any]:
+    """Random argument tensors for a candidate, shared by every candidate of the same shapes."""
     key = repr([(tuple(int(x) for x in a.shape), str(a.dtype)) for a in args_info])
     if key not in cache:
         rng = np.random.default_rng(0)
-        arrays = []
-        for info in args_info:
-            shape = [int(x) for x in info.shape]
-            dtype = str(info.dtype)
-            if dtype.startswith("float"):
-                data = rng.uniform(-1, 1, size=shape).astype(dtype)
-            else:
-                data = rng.integers(0, 8, size=shape).astype(dtype)
-            arrays.append(tensor(data, device=device))
-        cache[key] = arrays
+        cache[key] = [
+            tensor(random_array(rng, [int(x) for x in a.shape], str(a.dtype)), device=device)
+            for a in args_info
+        ]
     return cache[key]
 
 

@@ -19,7 +19,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..compilation import build_module, device_for
+from ..compilation.call import prepare, to_device
 from ..errors import MLCError
+from ..measure import time_module
+from ..measure.inputs import random_inputs
 from .threads import on_measure_thread, target_cores
 
 #: A zero-argument function that times one calibrated sample and returns seconds per call.
@@ -27,8 +31,6 @@ Sampler = Callable[[], float]
 
 
 def _median(mod: Any, target: Any, name: str) -> float:
-    from ..measure import time_module
-
     timing = time_module(mod, target, func_name=name)
     if timing.median_s is None:
         raise MLCError(f"timing {name} failed: {timing.error}")
@@ -85,11 +87,6 @@ class KernelSamplers:
         return lambda: _on_measure_thread(self.target, sample)
 
     def _calibrate(self, mod: Any) -> Sampler:
-        from ..compilation import build_module
-        from ..compilation.call import prepare, to_device
-        from ..compilation.targets import device_for
-        from ..measure.inputs import random_inputs
-
         built = build_module(mod, self.target)
         sig = prepare(built, self.name)
         key = repr([(p.shape, p.dtype) for p in sig.params])

@@ -14,7 +14,9 @@ import anywidget
 import traitlets as t
 
 from ..display.highlight import highlight_html
+from ..display.schedule import schedule_bundle
 from ..errors import MLCError
+from ..measure import time_module
 from ..schedule import (
     PRIMITIVES,
     ScheduleSession,
@@ -151,8 +153,6 @@ class ScheduleStepper(anywidget.AnyWidget):
 
     def time_step(self, index: int | None = None) -> Any:
         """Build and time the module at step ``index`` (default: the current one)."""
-        from ..measure import time_module
-
         index = self.index if index is None else index
         run = self.run
         mod = run.steps[index - 1].mod if index else self.session.mod
@@ -207,8 +207,6 @@ class ScheduleStepper(anywidget.AnyWidget):
             self.time_step(content.get("index"))
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        from ..display.schedule import schedule_bundle
-
         bundle = super()._repr_mimebundle_(**kwargs)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
         if isinstance(data, dict):

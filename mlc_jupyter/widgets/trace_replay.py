@@ -18,6 +18,7 @@ from ..display.highlight import highlight_html
 from ..display.trace import decision_text, step_groups, trace_bundle
 from ..errors import MLCError
 from ..schedule.irdiff import changed_lines, unified_diff
+from ..trace import load_trace
 
 _HERE = Path(__file__).parent
 
@@ -96,8 +97,6 @@ class TraceReplay(anywidget.AnyWidget):
     ) -> None:
         super().__init__(**kwargs)
         if session is None:
-            from ..trace import load_trace
-
             session = load_trace(obj, mod, candidates)
         self.session = session
         self.mod_name = mod_name
