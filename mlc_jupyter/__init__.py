@@ -13,6 +13,7 @@ from .tvm_compat import use_all_cores
 
 __version__ = "0.1.0"
 __all__ = [
+    "PassStepper",
     "ScheduleStepper",
     "TraceReplay",
     "load_ipython_extension",
@@ -23,6 +24,7 @@ __all__ = [
 
 #: Public names loaded on first use, so that importing the package stays cheap (no TVM).
 _LAZY = {
+    "PassStepper": "mlc_jupyter.widgets",
     "ScheduleStepper": "mlc_jupyter.widgets",
     "TraceReplay": "mlc_jupyter.widgets",
 }

@@ -114,6 +114,10 @@ class ScheduleStepError(CellError):
     """A schedule primitive that failed at a line of a ``%%mlc_schedule`` cell."""
 
 
+class PassStepError(CellError):
+    """A pass or rewrite that failed at a line of a ``%%mlc_passes`` cell (TVM's reason kept)."""
+
+
 class TargetError(MLCError):
     """A target that cannot be understood or used here."""
 

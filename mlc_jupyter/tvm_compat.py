@@ -261,3 +261,127 @@ def prefer_nvcc_without_nvrtc() -> None:
         has_nvrtc = False
     if not has_nvrtc:
         os.environ[CUDA_COMPILE_MODE_VAR] = "nvcc"
+
+
+# -- graph passes (pass stepper, graph view) -----------------------------------------------------
+
+
+def pass_type() -> type:
+    """The base class of every module-level pass (``tvm.transform.Pass``)."""
+    return tvm().transform.Pass
+
+
+def is_expr_mutator(obj: Any) -> bool:
+    """True for an instance of a ``@relax.expr_functor.mutator`` class (the book's rewriters)."""
+    from tvm.relax.expr_functor import _PyExprMutator
+
+    return isinstance(obj, _PyExprMutator)
+
+
+def is_expr_mutator_class(obj: Any) -> bool:
+    """True for a class decorated with ``@relax.expr_functor.mutator`` (not yet instantiated)."""
+    from tvm.relax.expr_functor import _PyExprMutator
+
+    return isinstance(obj, type) and issubclass(obj, _PyExprMutator)
+
+
+def relax_pipeline_names() -> list[str]:
+    """Named Relax pipelines: TVM's registered ones plus ``target`` (fusion for the target)."""
+    from tvm.relax.pipeline import PIPELINE_MAP
+
+    return sorted(n for n in PIPELINE_MAP if n != "static_shape_tuning") + ["target"]
+
+
+def relax_pipeline(name: str, target: Any) -> Any:
+    """The pass of pipeline ``name``: ``default`` is what ``tvm.compile`` runs on a CPU (no
+    fusion); ``target`` is ``relax.get_default_pipeline(target)`` (legalize, FuseOps, FuseTIR)."""
+    relax = tvm().relax
+    if name == "target":
+        return relax.get_default_pipeline(target)
+    return relax.get_pipeline(name)
+
+
+def observe_passes(run: Any, on_before: Any, on_after: Any) -> Any:
+    """Call ``run()`` in a PassContext whose instrument reports every pass (nested ones too).
+
+    ``on_before(name)`` and ``on_after(name, mod)`` are called around each pass; returns what
+    ``run`` returned. The context keeps the current opt level and config.
+    """
+    _tvm = tvm()
+
+    @_tvm.instrument.pass_instrument
+    class _Observer:
+        def run_before_pass(self, _mod: Any, info: Any) -> None:
+            on_before(str(info.name))
+
+        def run_after_pass(self, mod: Any, info: Any) -> None:
+            on_after(str(info.name), mod)
+
+    current = _tvm.transform.PassContext.current()
+    with _tvm.transform.PassContext(
+        opt_level=current.opt_level, config=dict(current.config), instruments=[_Observer()]
+    ):
+        return run()
+
+
+def relax_expr_kind(expr: Any) -> str:
+    """What a Relax expression is, in one word: ``call``, ``const``, ``tuple``, ``item`` (a tuple
+    element), ``var``, ``global`` (a GlobalVar), ``extern``, ``op`` or ``other``."""
+    _tvm = tvm()
+    relax, ir = _tvm.relax, _tvm.ir
+    kinds = (
+        (relax.Call, "call"), (ir.expr.Constant, "const"), (relax.Tuple, "tuple"),
+        (relax.TupleGetItem, "item"), (relax.Var, "var"), (ir.GlobalVar, "global"),
+        (relax.ExternFunc, "extern"), (ir.Op, "op"),
+    )  # fmt: skip
+    for cls, kind in kinds:
+        if isinstance(expr, cls):
+            return kind
+    return "other"
+
+
+def expr_type(expr: Any) -> Any:
+    """The type a Relax expression carries (``struct_info`` in the course, ``ty`` in 0.27)."""
+    return getattr(expr, "ty", None)
+
+
+def tensor_shape_dtype(expr: Any) -> tuple[tuple[str, ...] | None, str | None]:
+    """``((1, 784), "float32")`` for a tensor-typed expression, ``(None, None)`` otherwise."""
+    ty = expr_type(expr)
+    shape = getattr(ty, "shape", None)
+    if ty is None or not hasattr(ty, "dtype"):
+        return None, None
+    def dim(d: Any) -> str:
+        try:
+            return str(int(d))
+        except (TypeError, ValueError):  # a symbolic size such as n
+            return str(d)
+
+    dims = tuple(dim(d) for d in shape) if shape is not None else None
+    return dims, str(ty.dtype)
+
+
+def relax_bindings(func: Any) -> list[tuple[Any, Any]]:
+    """``(var, value)`` of every binding in the top-level blocks of a Relax function."""
+    body = func.body
+    out = []
+    for block in getattr(body, "blocks", ()):
+        for binding in block.bindings:
+            out.append((binding.var, binding.value))
+    return out
+
+
+def relax_function_result(func: Any) -> Any:
+    """The expression a Relax function returns (the ``SeqExpr``'s body)."""
+    return getattr(func.body, "body", func.body)
+
+
+def var_name(var: Any) -> str:
+    """A Relax variable's name (``name_hint`` in the course, ``name`` in 0.27)."""
+    name = getattr(var, "name", None)
+    return str(name if name is not None else var.name_hint)
+
+
+def is_schedule(obj: Any) -> bool:
+    """True for a TensorIR schedule (``sch``)."""
+    return isinstance(obj, s_tir().Schedule)

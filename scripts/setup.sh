@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Set up everything mlc_jupyter needs on a fresh Debian machine, idempotently:
-# Debian's Chromium (browser tests), a virtual environment in .venv with the package (editable),
+# Debian's Chromium (browser tests) and Graphviz (dataflow graphs as SVG), a virtual environment in .venv with the package (editable),
 # its test tools and PyTorch's CPU build, and the JupyterLab extension built from source.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v chromium >/dev/null 2>&1; then
+missing=""
+command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+command -v dot >/dev/null 2>&1 || missing="$missing graphviz"
+if [ -n "$missing" ]; then
   if [ "$(id -u)" = "0" ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
   else
-    echo "setup: Debian's chromium is missing (sudo apt-get install chromium); browser tests will skip" >&2
+    echo "setup: Debian packages missing (sudo apt-get install$missing): browser tests skip," \
+      "graphs show as text without graphviz" >&2
   fi
 fi
 

@@ -12,7 +12,7 @@ from .highlight import highlight_html
 
 __all__ = ["schedule_bundle", "schedule_text"]
 
-_BOX = (
+BOX_STYLE = (
     "font-family: var(--jp-ui-font-family, sans-serif); font-size: 12px; "
     "color: var(--jp-ui-font-color1, #222); border: 1px solid var(--jp-border-color2, #ccc); "
     "border-radius: 4px; padding: 6px 8px;"
@@ -41,7 +41,7 @@ def schedule_bundle(run: Any) -> dict[str, str]:
         else ""
     )
     body = (
-        f'<div class="mlc-schedule-static" style="{_BOX}">'
+        f'<div class="mlc-schedule-static" style="{BOX_STYLE}">'
         f"<div><b>schedule</b>: {len(run.steps)} steps</div>"
         f'<ol style="margin: 4px 0 6px 1.2em; padding: 0">{items}</ol>{error}'
         f"<div>final module:</div>{highlight_html(run.final_script)}</div>"

@@ -41,12 +41,27 @@ class CellMagics(Magics):
         name, value = _bind(self.shell, parsed, args.name)
         for message in parsed.warnings:
             print(f"warning: {message}")
+        if getattr(args, "graph", False):
+            self._graphs(parsed.objects)
         if args.quiet:
             self.shell.user_ns["_"] = value
             return None
         for other, obj in list(parsed.objects.items())[:-1] if not args.name else []:
             display(ir_bundle(obj, other), raw=True)
         return value
+
+    @staticmethod
+    def _graphs(objects: dict[str, Any]) -> None:
+        """Show the dataflow graph of every Relax module or function the cell defined."""
+        from ..display.graph import GraphView
+        from ..graph import relax_function_names
+        from ..tvm_compat import IRModule, relax_function_type
+
+        for obj in objects.values():
+            if isinstance(obj, relax_function_type()) or (
+                isinstance(obj, IRModule()) and relax_function_names(obj)
+            ):
+                display(GraphView(obj))
 
     @magic_arguments()
     @argument("name", nargs="?", default=None, help="bind the (single) definition under this name")
@@ -63,6 +78,7 @@ class CellMagics(Magics):
     @magic_arguments()
     @argument("name", nargs="?", default=None, help="bind the (single) definition under this name")
     @argument("-q", "--quiet", action="store_true", help="bind without showing the module")
+    @argument("--graph", action="store_true", help="also draw each Relax function's dataflow graph")
     @cell_magic
     def relax(self, line: str, cell: str) -> Any:
         """Parse a cell of Relax (TVMScript, may mix ``@T.prim_func`` and ``@R.function``)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import tvm_compat
 from ..dialect import translate
@@ -17,6 +17,7 @@ __all__ = [
     "fresh_schedule",
     "run_schedule_cell",
     "short_schedule_error",
+    "top_level_statements",
     "trace_lines",
 ]
 
@@ -59,8 +60,17 @@ def short_schedule_error(err: BaseException) -> str:
     return reason
 
 
-def _statements(source: str) -> list[tuple[int, int, str]]:
-    """Top-level statements of ``source`` as (first line, last line, text), 1-based."""
+class Statement(NamedTuple):
+    """A top-level statement of a cell: first and last line (1-based), its text and AST node."""
+
+    start: int
+    end: int
+    text: str
+    node: ast.stmt
+
+
+def top_level_statements(source: str) -> list[Statement]:
+    """Top-level statements of ``source`` (decorators included); raises ``SyntaxError``."""
     tree = ast.parse(source)
     lines = source.splitlines()
     out = []
@@ -69,7 +79,7 @@ def _statements(source: str) -> list[tuple[int, int, str]]:
         if getattr(node, "decorator_list", None):
             start = min(d.lineno for d in node.decorator_list)
         end = node.end_lineno or node.lineno
-        out.append((start, end, "\n".join(lines[start - 1 : end])))
+        out.append(Statement(start, end, "\n".join(lines[start - 1 : end]), node))
     return out
 
 
@@ -108,7 +118,7 @@ def run_schedule_cell(
     translated = translate(source).source
     offset = first_line - 1
     try:
-        statements = _statements(translated)
+        statements = top_level_statements(translated)
     except SyntaxError as err:
         line = (err.lineno or 1) + offset
         raw = source.splitlines()[(err.lineno or 1) - 1] if source.strip() else ""
@@ -123,7 +133,7 @@ def run_schedule_cell(
     steps: list[ScheduleStep] = []
     previous, n_trace = initial, 0
     raw_lines = source.splitlines()
-    for start, end, text in statements:
+    for start, end, text, _node in statements:
         if max_steps is not None and len(steps) >= max_steps:
             break
         try:

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-_WIDGETS = {"ScheduleStepper": "stepper", "TraceReplay": "trace_replay"}
+_WIDGETS = {
+    "PassStepper": "pass_stepper",
+    "ScheduleStepper": "stepper",
+    "TraceReplay": "trace_replay",
+}
 
 
 def __getattr__(name: str) -> Any:

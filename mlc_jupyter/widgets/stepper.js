@@ -1,5 +1,5 @@
-// Schedule stepper front end: draws the traits, sends user actions back. No state of its own
-// except what is being typed into the interactive form.
+// Stepper front end (schedule steps and pass steps): draws the traits, sends user actions back.
+// No state of its own except what is being typed into the interactive form.
 
 function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
@@ -107,6 +107,61 @@ function interactiveForm(model, el) {
   return form;
 }
 
+function stepList(model, steps, index, go) {
+  // Compiler Explorer's pass list: every step by name; steps that changed nothing are folded.
+  const list = h("ol", { class: "mlc-st-list", "data-testid": "step-list", start: "0" });
+  steps.forEach((s, i) => {
+    const cls = `mlc-st-item${i === index ? " current" : ""}${s.unchanged ? " unchanged" : ""}`;
+    list.append(h("li", { class: cls, "data-testid": `step-${i}`, onclick: () => go(i),
+      title: s.unchanged ? "no change" : "" }, s.name + (s.unchanged ? " (no change)" : "")));
+  });
+  return list;
+}
+
+function graphPane(model) {
+  const pane = h("div", { class: "mlc-st-graph", "data-testid": "graph" });
+  const funcs = model.get("graph_functions");
+  const controls = h("div", { class: "mlc-st-controls" });
+  if (funcs.length > 1) {
+    const sel = h("select", { "data-testid": "graph-function", onchange: (e) => {
+      model.set("graph_function", e.target.value); model.save_changes(); } });
+    for (const f of funcs) {
+      const o = h("option", { value: f }, f);
+      if (f === model.get("graph_function")) o.selected = true;
+      sel.append(o);
+    }
+    controls.append("function ", sel);
+  }
+  const mode = h("select", { "data-testid": "graph-fused", onchange: (e) => {
+    model.set("graph_fused", e.target.value); model.save_changes(); } });
+  for (const [v, label] of [["auto", "fused: auto"], ["group", "fused: boxes"], ["collapse", "fused: one node"]]) {
+    const o = h("option", { value: v }, label);
+    if (v === model.get("graph_fused")) o.selected = true;
+    mode.append(o);
+  }
+  controls.append(mode);
+  pane.append(controls);
+  const drawing = h("div", { class: "mlc-st-graph-drawing" });
+  if (model.get("graph_svg")) drawing.innerHTML = model.get("graph_svg");  // dot's SVG, built in Python
+  else drawing.append(h("pre", {}, model.get("graph_text") || "(no Relax function to draw)"));
+  pane.append(drawing);
+  return pane;
+}
+
+function passTools(model, step, index) {
+  // Export the steps, or open a TensorIR function of this step in the schedule stepper.
+  const row = h("div", { class: "mlc-st-controls" },
+    button("Export", "export", () => model.send({ type: "export" })));
+  const tir = step.tir || [];
+  if (tir.length) {
+    const sel = h("select", { "data-testid": "tir-function" });
+    for (const f of tir) sel.append(h("option", { value: f }, f));
+    row.append(" TensorIR function ", sel, button("schedule it", "schedule",
+      () => model.send({ type: "schedule", func: sel.value, index })));
+  }
+  return row;
+}
+
 function render({ model, el }) {
   const root = h("div", { class: "mlc-st" });
   el.append(root);
@@ -122,7 +177,7 @@ function render({ model, el }) {
     slider.addEventListener("input", (e) => go(Number(e.target.value)));
     const viewSel = h("select", { "data-testid": "view", onchange: (e) => {
       model.set("view", e.target.value); model.save_changes(); } });
-    for (const [v, label] of [["ir", "IR"], ["unified", "unified diff"], ["side", "side by side"]]) {
+    for (const [v, label] of model.get("views")) {
       const o = h("option", { value: v }, label);
       if (v === view) o.selected = true;
       viewSel.append(o);
@@ -131,19 +186,21 @@ function render({ model, el }) {
       button("◀ prev", "prev", () => go(index - 1), index === 0), slider,
       button("next ▶", "next", () => go(index + 1), index === last),
       h("span", { "data-testid": "step-label" }, `step ${index} / ${last}`), viewSel,
-      button("time this step", "time", () => model.send({ type: "time", index })));
+      model.get("can_time") ? button("time this step", "time", () => model.send({ type: "time", index })) : null);
     const where = step.index
       ? h("div", { class: "mlc-st-source", "data-testid": "source" },
-        h("b", {}, `line ${step.line}: `), h("code", {}, step.source))
+        h("b", {}, step.line ? `line ${step.line}: ` : `${step.name}: `), h("code", {}, step.source),
+        step.unchanged ? h("span", { class: "mlc-st-unchanged", "data-testid": "unchanged" }, " — no change") : null)
       : h("div", { class: "mlc-st-source", "data-testid": "source" }, "initial module");
     const code = h("div", { class: "mlc-st-code", "data-testid": "ir" });
     if (view === "ir") code.innerHTML = step.html;  // highlighted in Python (escaped there)
+    else if (view === "graph") code.append(graphPane(model));
     else code.append(diffView(step, view));
-    const side = h("div", { class: "mlc-st-sidebar" },
-      h("div", { class: "mlc-st-h" }, "trace"),
-      h("pre", { class: "mlc-st-trace", "data-testid": "trace" }, step.trace || "—"),
-      h("div", { class: "mlc-st-h" }, "loop nest"),
-      h("pre", { class: "mlc-st-tree", "data-testid": "tree" }, step.tree));
+    const side = h("div", { class: "mlc-st-sidebar" });
+    for (const panel of model.get("panels")) {
+      side.append(h("div", { class: "mlc-st-h" }, panel.title),
+        h("pre", { class: `mlc-st-panel mlc-st-${panel.key}`, "data-testid": panel.key }, step[panel.key] || "—"));
+    }
     const timings = model.get("timings");
     if (timings.length) {
       const max = Math.max(...timings.map((r) => r.ms || 0)) || 1;
@@ -159,16 +216,20 @@ function render({ model, el }) {
     const parts = [model.get("title") ? h("div", { class: "mlc-st-title" }, model.get("title")) : null,
       controls];
     if (model.get("interactive")) parts.push(interactiveForm(model, el));
+    if (model.get("graph_functions") !== undefined) parts.push(passTools(model, step, index));
     if (model.get("error")) parts.push(h("div", { class: "mlc-st-error", "data-testid": "error" }, model.get("error")));
     parts.push(h("div", { class: "mlc-st-status", "data-testid": "status" }, model.get("status")));
-    if (model.get("interactive") && model.get("code")) {
+    if (model.get("code") && (model.get("interactive") || model.get("graph_functions") !== undefined)) {
       parts.push(h("pre", { class: "mlc-st-export", "data-testid": "code" }, model.get("code")));
     }
-    parts.push(where, h("div", { class: "mlc-st-panes" }, code, side));
+    const panes = h("div", { class: "mlc-st-panes" }, code, side);
+    if (model.get("show_list")) panes.prepend(stepList(model, steps, index, go));
+    parts.push(where, panes);
     root.replaceChildren(...parts.filter(Boolean));
   };
   draw();
-  for (const name of ["steps", "index", "view", "error", "status", "blocks", "timings", "code", "can_redo"]) {
+  for (const name of ["steps", "index", "view", "error", "status", "blocks", "timings", "code", "can_redo",
+    "graph_svg", "graph_text", "graph_functions"]) {
     model.on(`change:${name}`, draw);
   }
 }

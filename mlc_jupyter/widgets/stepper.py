@@ -1,8 +1,9 @@
-"""The schedule stepper widget: scrub through the steps of a schedule, or build one from menus.
+"""Stepper widgets: scrub through the steps of a schedule (or build one from menus).
 
-State lives in traits (every step's highlighted IR, diff and loop tree are computed here); the
-front end (``stepper.js``) only draws them and sends ``apply`` / ``undo`` / ``redo`` / ``time`` /
-``export`` messages, which become calls on a :class:`~mlc_jupyter.schedule.ScheduleSession`.
+:class:`Stepper` is what every stepper shares (the pass stepper too): steps with their
+highlighted IR and diffs, side panels, timing a step, the static view a saved notebook keeps.
+State lives in traits (computed here); the front end (``stepper.js``) only draws them and sends
+``apply`` / ``undo`` / ``redo`` / ``time`` / ``export`` messages, which become method calls.
 """
 
 from __future__ import annotations
@@ -31,22 +32,97 @@ from ..schedule import (
 _HERE = Path(__file__).parent
 
 
-def _step_view(index: int, line: int, source: str, trace: str, before: str, after: str) -> dict:
+def step_view(index: int, line: int, source: str, before: str, after: str, **extra: Any) -> dict:
+    """What the front end draws for one step: highlighted IR (changed lines marked) and diffs.
+
+    ``extra`` holds the stepper's own fields (the side panels' texts, a step's name...).
+    """
     changed = changed_lines(before, after) if index else []
     return {
         "index": index,
         "line": line,
         "source": source,
-        "trace": trace,
         "html": highlight_html(after, marked_lines=set(changed), line_numbers=True),
         "changed": changed,
         "unified": unified_diff(before, after),
         "side": [list(row) for row in side_by_side(before, after)],
-        "tree": loop_tree_text(after),
+        **extra,
     }
 
 
-class ScheduleStepper(anywidget.AnyWidget):
+class Stepper(anywidget.AnyWidget):
+    """Steps of IR with what each changed; subclasses fill ``steps`` and say how to time one.
+
+    ``panels`` names the step fields shown beside the IR (``{"title", "key"}``), ``views`` the
+    choices of the view menu, ``show_list`` adds a list of every step by name.
+    """
+
+    _esm = _HERE / "stepper.js"
+    _css = _HERE / "stepper.css"
+
+    title = t.Unicode("").tag(sync=True)
+    steps = t.List(t.Dict()).tag(sync=True)
+    index = t.Int(0).tag(sync=True)
+    view = t.Unicode("ir").tag(sync=True)
+    views = t.List(t.List()).tag(sync=True)
+    panels = t.List(t.Dict()).tag(sync=True)
+    show_list = t.Bool(False).tag(sync=True)
+    can_time = t.Bool(True).tag(sync=True)
+    error = t.Unicode("").tag(sync=True)
+    error_line = t.Int(0).tag(sync=True)
+    status = t.Unicode("").tag(sync=True)
+    timings = t.List(t.Dict()).tag(sync=True)
+
+    def __init__(self, *, title: str = "", target: Any = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.target, self.title = target, title
+        self.views = [["ir", "IR"], ["unified", "unified diff"], ["side", "side by side"]]
+        self.on_msg(self._on_message)
+
+    def module_at(self, index: int) -> Any:
+        """The module after step ``index`` (0: before the first step)."""
+        raise NotImplementedError
+
+    def static_bundle(self) -> dict[str, str]:
+        """HTML + text for a saved notebook or a terminal (where the widget cannot run)."""
+        raise NotImplementedError
+
+    def time_step(self, index: int | None = None) -> Any:
+        """Build and time the module at step ``index`` (default: the current one)."""
+        index = self.index if index is None else index
+        self.status = f"timing step {index}…"
+        timing = time_module(self.module_at(index), self.target)
+        row = {
+            "index": index,
+            "ms": timing.median_s * 1e3 if timing.median_s else None,
+            "gflops": timing.gflops,
+            "correct": timing.correct,
+            "error": timing.error or "",
+        }
+        self.timings = sorted([*(r for r in self.timings if r["index"] != index), row],
+                              key=lambda r: r["index"])  # fmt: skip
+        self.status = f"step {index}: " + (
+            f"{row['ms']:.4f} ms" if row["ms"] is not None else f"failed: {row['error']}"
+        )
+        return timing
+
+    def handle(self, kind: str, content: dict[str, Any]) -> None:
+        """A message from the front end (subclasses add their own kinds)."""
+        if kind == "time":
+            self.time_step(content.get("index"))
+
+    def _on_message(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
+        self.handle(str(content.get("type")), content)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        if isinstance(data, dict):
+            data.update(self.static_bundle())  # what a saved notebook or a terminal shows
+        return bundle
+
+
+class ScheduleStepper(Stepper):
     """Steps of a schedule with the IR at each step, what changed, the trace and the loop nest.
 
     Parameters
@@ -59,22 +135,11 @@ class ScheduleStepper(anywidget.AnyWidget):
         Target for "time this step" (``None``: the host CPU).
     """
 
-    _esm = _HERE / "stepper.js"
-    _css = _HERE / "stepper.css"
-
-    title = t.Unicode("").tag(sync=True)
-    steps = t.List(t.Dict()).tag(sync=True)
-    index = t.Int(0).tag(sync=True)
-    view = t.Unicode("ir").tag(sync=True)  # "ir" | "unified" | "side"
-    error = t.Unicode("").tag(sync=True)
-    error_line = t.Int(0).tag(sync=True)
-    status = t.Unicode("").tag(sync=True)
     interactive = t.Bool(False).tag(sync=True)
     blocks = t.Dict().tag(sync=True)
     primitives = t.Dict().tag(sync=True)
     code = t.Unicode("").tag(sync=True)
     can_redo = t.Bool(False).tag(sync=True)
-    timings = t.List(t.Dict()).tag(sync=True)
 
     def __init__(
         self,
@@ -85,14 +150,13 @@ class ScheduleStepper(anywidget.AnyWidget):
         target: Any = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self.session, self.target = session, target
+        super().__init__(title=title, target=target, **kwargs)
+        self.session = session
         self.interactive = interactive
-        self.title = title
+        self.panels = [{"title": "trace", "key": "trace"}, {"title": "loop nest", "key": "tree"}]
         self.primitives = {k: list(v) for k, v in PRIMITIVES.items()}
         self._sync()
         self.index = len(self.steps) - 1
-        self.on_msg(self._on_message)
 
     @classmethod
     def of(
@@ -151,37 +215,19 @@ class ScheduleStepper(anywidget.AnyWidget):
         self.code = code
         return code
 
-    def time_step(self, index: int | None = None) -> Any:
-        """Build and time the module at step ``index`` (default: the current one)."""
-        index = self.index if index is None else index
-        run = self.run
-        mod = run.steps[index - 1].mod if index else self.session.mod
-        self.status = f"timing step {index}…"
-        timing = time_module(mod, self.target)
-        row = {
-            "index": index,
-            "ms": timing.median_s * 1e3 if timing.median_s else None,
-            "gflops": timing.gflops,
-            "correct": timing.correct,
-            "error": timing.error or "",
-        }
-        self.timings = sorted([*(r for r in self.timings if r["index"] != index), row],
-                              key=lambda r: r["index"])  # fmt: skip
-        self.status = f"step {index}: " + (
-            f"{row['ms']:.4f} ms" if row["ms"] is not None else f"failed: {row['error']}"
-        )
-        return timing
+    def module_at(self, index: int) -> Any:
+        return self.run.steps[index - 1].mod if index else self.session.mod
 
     # -- syncing ------------------------------------------------------------------------------------
     def _sync(self) -> None:
         run = self.session.run
-        views = [_step_view(0, 0, "(initial module)", "", run.initial_script, run.initial_script)]
-        previous = run.initial_script
+        initial = run.initial_script
+        views = [step_view(0, 0, "(initial module)", initial, initial, trace="",
+                           tree=loop_tree_text(initial))]  # fmt: skip
+        previous = initial
         for step in run.steps:
-            views.append(
-                _step_view(step.index, step.line, step.source, "\n".join(step.trace), previous,
-                           step.script)
-            )  # fmt: skip
+            views.append(step_view(step.index, step.line, step.source, previous, step.script,
+                                   trace="\n".join(step.trace), tree=loop_tree_text(step.script)))  # fmt: skip
             previous = step.script
         self.steps = views
         if run.error is not None:
@@ -193,8 +239,7 @@ class ScheduleStepper(anywidget.AnyWidget):
             self.blocks = self.session.blocks()
         self.timings = []
 
-    def _on_message(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
-        kind = content.get("type")
+    def handle(self, kind: str, content: dict[str, Any]) -> None:
         if kind == "apply":
             self.apply(content["primitive"], content.get("block", ""), content.get("args", {}))
         elif kind == "undo":
@@ -203,12 +248,8 @@ class ScheduleStepper(anywidget.AnyWidget):
             self.redo()
         elif kind == "export":
             self.export()
-        elif kind == "time":
-            self.time_step(content.get("index"))
+        else:
+            super().handle(kind, content)
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        bundle = super()._repr_mimebundle_(**kwargs)
-        data = bundle[0] if isinstance(bundle, tuple) else bundle
-        if isinstance(data, dict):
-            data.update(schedule_bundle(self.run))  # what a saved notebook or a terminal shows
-        return bundle
+    def static_bundle(self) -> dict[str, str]:
+        return schedule_bundle(self.run)
