@@ -351,6 +351,7 @@ def tensor_shape_dtype(expr: Any) -> tuple[tuple[str, ...] | None, str | None]:
     shape = getattr(ty, "shape", None)
     if ty is None or not hasattr(ty, "dtype"):
         return None, None
+
     def dim(d: Any) -> str:
         try:
             return str(int(d))
