@@ -298,7 +298,7 @@ class ScheduleRun:
 
     ``error`` is the :class:`~mlc_jupyter.errors.ScheduleStepError` of the failing statement (the
     steps before it are kept); ``sch`` is the schedule (``None`` when a step failed);
-    ``namespace`` holds only the names the schedule code itself bound (``b = sch.get_sblock(...)``).
+    ``namespace`` holds only the names the schedule code itself bound (``i, j = sch.get_loops(...)``).
     """
 
     initial_script: str

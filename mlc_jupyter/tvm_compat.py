@@ -12,7 +12,7 @@ import contextlib
 import functools
 import os
 from collections.abc import Iterator
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 
@@ -136,22 +136,68 @@ def PrimFunc() -> type:  # noqa: N802
     return tirx().PrimFunc
 
 
-def relax_function_type() -> type:
-    return tvm().relax.Function
+def schedule_type() -> type:
+    """The TensorIR schedule class (``tvm.tir.Schedule`` in the course)."""
+    return s_tir().Schedule
 
 
-def diagnostic_error() -> type:
-    """The exception TVMScript raises for a parse error."""
-    return tvm().error.DiagnosticError
+def trace_type() -> type:
+    """The class of a schedule's trace (``tvm.tir.schedule.Trace`` in the course)."""
+    return s_tir().schedule.Trace
 
 
-def tvm_error() -> type:
-    """The base class of errors raised from TVM's C++ side."""
-    return tvm().error.TVMError
+def make_trace(insts: Any, decisions: dict[Any, Any]) -> Any:
+    """A trace of ``insts`` with the given sampling ``decisions``."""
+    return trace_type()(insts, decisions)
 
 
-def schedule_error() -> type:
-    return s_tir().schedule.ScheduleError
+def apply_json_trace(json_value: Any, sch: Any) -> None:
+    """Replay a trace saved as JSON (``Trace.as_json()``) onto schedule ``sch``."""
+    trace_type().apply_json_to_schedule(json_value, sch)
+
+
+def block_rv_type() -> type:
+    """The class of a schedule's block handle (``BlockRV`` in the course)."""
+    return s_tir().schedule.SBlockRV
+
+
+def loop_rv_type() -> type:
+    """The class of a schedule's loop handle."""
+    return s_tir().schedule.LoopRV
+
+
+#: The schedule method that returns a block handle by name (``get_block`` in the course).
+GET_BLOCK_METHOD = "get_sblock"
+#: The trace instruction kind of that method.
+GET_BLOCK_INSTRUCTION = "GetSBlock"
+#: The TVMScript namespace that ``T`` stands for (``tir`` in the course).
+TIR_SCRIPT_NAMESPACE = "tirx"
+#: How a schedule error names an IR object in its message (``tirx.For#0``, ``s_tir.SBlock#1``,
+#: ``tir.Block#2`` in older releases); the IR dump marks the object's line with ``# <ref>``.
+SCHEDULE_ERROR_OBJECT_REF = r"\b((?:s_tir|tirx|tir)\.(?:SBlock|Block|For|Loop)\w*#\d+)"
+#: The IR classes shown with highlighting, as ``(module, class name)`` (no TVM import needed).
+IR_DISPLAY_TYPES = (
+    ("tvm.ir.module", "IRModule"),
+    ("tvm.tirx.function", "PrimFunc"),
+    ("tvm.relax.expr", "Function"),
+)
+
+
+def get_block(sch: Any, name: str, func_name: str | None = None) -> Any:
+    """The handle of block ``name`` in schedule ``sch`` (``sch.get_block`` in the course)."""
+    method = getattr(sch, GET_BLOCK_METHOD)
+    return method(name) if func_name is None else method(name, func_name=func_name)
+
+
+def tir_nodes() -> SimpleNamespace:
+    """TensorIR's node classes under version-neutral names, for walking a PrimFunc's body.
+
+    ``For``, ``BlockRealize`` (``SBlockRealize`` in 0.27), ``Var``, ``IntImm``, ``Stmt``.
+    """
+    t, s = tirx(), s_tir()
+    return SimpleNamespace(
+        For=t.For, BlockRealize=s.SBlockRealize, Var=t.Var, IntImm=t.IntImm, Stmt=t.Stmt
+    )
 
 
 def compile(mod: Any, target: Any) -> Any:  # noqa: A001 - mirrors tvm.compile

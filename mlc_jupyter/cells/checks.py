@@ -37,19 +37,18 @@ def prim_funcs(obj: Any) -> Iterator[tuple[str, Any]]:
 
 def loop_extent_mismatches(func: Any) -> list[tuple[str, str, int, int]]:
     """``(block, iterator, loop extent, iterator extent)`` for every mismatch in ``func``."""
-    tirx = tvm_compat.tirx()
-    s_tir = tvm_compat.s_tir()
+    nodes = tvm_compat.tir_nodes()
     found: list[tuple[str, str, int, int]] = []
 
     def visit(stmt: Any, loops: dict[Any, Any]) -> None:
-        if isinstance(stmt, tirx.For):
+        if isinstance(stmt, nodes.For):
             loops = {**loops, stmt.loop_var: stmt.extent}
-        if isinstance(stmt, s_tir.SBlockRealize):
+        if isinstance(stmt, nodes.BlockRealize):
             block = stmt.block
             for iter_var, value in zip(block.iter_vars, stmt.iter_values, strict=False):
-                loop_extent = loops.get(value) if isinstance(value, tirx.Var) else None
+                loop_extent = loops.get(value) if isinstance(value, nodes.Var) else None
                 dom = iter_var.dom.extent
-                if isinstance(loop_extent, tirx.IntImm) and isinstance(dom, tirx.IntImm):
+                if isinstance(loop_extent, nodes.IntImm) and isinstance(dom, nodes.IntImm):
                     if int(loop_extent) != int(dom):
                         found.append(
                             (block.name_hint, iter_var.var.name, int(loop_extent), int(dom))
@@ -59,7 +58,7 @@ def loop_extent_mismatches(func: Any) -> list[tuple[str, str, int, int]]:
             if child is None:
                 continue
             for item in child if field == "seq" else (child,):
-                if isinstance(item, tirx.Stmt):
+                if isinstance(item, nodes.Stmt):
                     visit(item, loops)
 
     visit(func.body, {})

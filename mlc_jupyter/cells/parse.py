@@ -237,8 +237,9 @@ def _hint_for(message: str, kind: str) -> str:
         )
     if "Undefined variable" in message or "is not defined" in message:
         return "define the name earlier in the cell or in a previous cell (the notebook's names are visible)"
-    if "has no attribute" in message and ("tirx" in message or "relax" in message):
-        dialect = "T (tirx)" if "tirx" in message else "R (relax)"
+    tir = tvm_compat.TIR_SCRIPT_NAMESPACE
+    if "has no attribute" in message and (tir in message or "relax" in message):
+        dialect = f"T ({tir})" if tir in message else "R (relax)"
         return f"this name does not exist in {dialect}; check the spelling against TVMScript"
     if "Too many indices" in message or "shape" in message.lower():
         return "check the buffer's declared shape against how it is indexed"

@@ -1,6 +1,6 @@
 """What a module's text says about it: signatures, outputs, GPU bindings, extern symbols.
 
-TVM 0.27 has no Python statement visitor for ``tirx``; the printed TVMScript is stable and
+TVM 0.27 has no Python statement visitor for TensorIR; the printed TVMScript is stable and
 complete, so these checks read it.
 """
 

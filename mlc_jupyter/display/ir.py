@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..tvm_compat import IR_DISPLAY_TYPES
 from .highlight import code_bundle
 
 
@@ -34,15 +35,8 @@ def ir_html(obj: Any) -> str:
     return ir_bundle(obj)["text/html"]
 
 
-IR_TYPES = (
-    ("tvm.ir.module", "IRModule"),
-    ("tvm.tirx.function", "PrimFunc"),
-    ("tvm.relax.expr", "Function"),
-)
-
-
 def register_formatters(ipython: Any) -> None:
     """Show IR objects highlighted wherever they are displayed, without importing TVM now."""
     html = ipython.display_formatter.formatters["text/html"]
-    for module, name in IR_TYPES:
+    for module, name in IR_DISPLAY_TYPES:
         html.for_type_by_name(module, name, ir_html)

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import ScheduleStepError
 from ..results import ScheduleRun
+from ..tvm_compat import GET_BLOCK_METHOD, get_block
 from .looptree import loop_tree
 from .steps import run_schedule_cell
 
@@ -38,8 +39,13 @@ PRIMITIVES: dict[str, tuple[str, ...]] = {
 }
 
 
+def _block(block: str) -> str:
+    """Schedule code for the handle of block ``block``."""
+    return f'sch.{GET_BLOCK_METHOD}("{block}")'
+
+
 def _loops(block: str, index: int) -> str:
-    return f'sch.get_loops(sch.get_sblock("{block}"))[{int(index)}]'
+    return f"sch.get_loops({_block(block)})[{int(index)}]"
 
 
 def statement_for(primitive: str, block: str, args: dict[str, Any]) -> str:
@@ -67,7 +73,7 @@ def statement_for(primitive: str, block: str, args: dict[str, Any]) -> str:
         "decompose_reduction", "cache_read", "cache_write",
     )  # fmt: skip
     if takes_block:
-        parts.insert(0, f'sch.get_sblock("{block}")')
+        parts.insert(0, _block(block))
     return f"sch.{primitive}({', '.join(parts)})"
 
 
@@ -156,7 +162,7 @@ class ScheduleSession:
         walk(loop_tree(sch.mod.script()))
         for name in names:
             try:
-                loops = sch.get_loops(sch.get_sblock(name))
+                loops = sch.get_loops(get_block(sch, name))
             except Exception:  # noqa: BLE001 - a name shared by several functions
                 continue
             labels = []

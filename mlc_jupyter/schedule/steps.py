@@ -21,14 +21,14 @@ __all__ = [
     "trace_lines",
 ]
 
-_OBJ_REF = re.compile(r"\b((?:s_tir|tirx|tir)\.(?:SBlock|Block|For|Loop)\w*#\d+)")
+_OBJ_REF = re.compile(tvm_compat.SCHEDULE_ERROR_OBJECT_REF)
 _PRIMITIVE = re.compile(r"schedule primitive '(\w+)'")
 
 
 def fresh_schedule(mod: Any, func_name: str | None = None) -> Any:
-    """A new ``tvm.s_tir.Schedule`` of ``mod`` (an IRModule or PrimFunc); never reuses state."""
+    """A new TensorIR schedule of ``mod`` (an IRModule or PrimFunc); never reuses state."""
     sch = tvm_compat.Schedule(mod)
-    # a module of one function: let get_sblock(name) find it without func_name
+    # a module of one function: let the block lookup find a block without func_name
     if func_name is None:
         names = [gv.name_hint for gv in sch.mod.get_global_vars()]
         func_name = names[0] if len(names) == 1 else None
@@ -38,7 +38,7 @@ def fresh_schedule(mod: Any, func_name: str | None = None) -> Any:
 
 
 def trace_lines(sch: Any) -> list[str]:
-    """The schedule's trace as Python lines (``sch.get_sblock(...)``, ``sch.split(...)``...)."""
+    """The schedule's trace as Python lines (``sch.split(...)``, ``sch.reorder(...)``...)."""
     return [str(line) for line in sch.trace.as_python()]
 
 
@@ -103,7 +103,7 @@ def run_schedule_cell(
     namespace
         Names the code may read (copied; nothing is written back).
     func_name
-        Default function for ``sch.get_sblock(name)`` when the module has several.
+        Default function for the block lookup ``sch.get_block(name)`` when the module has several.
     first_line
         Cell line of the first line of ``source`` (2 below a ``%%`` magic line).
     max_steps

@@ -16,7 +16,15 @@ from typing import Any
 from ..errors import TraceError, error_reason
 from ..results import TuneResult
 from ..tune import top_records
-from ..tvm_compat import IRModule, PrimFunc, Schedule, s_tir, structural_equal
+from ..tvm_compat import (
+    IRModule,
+    PrimFunc,
+    Schedule,
+    apply_json_trace,
+    schedule_type,
+    structural_equal,
+    trace_type,
+)
 
 
 @dataclass(frozen=True)
@@ -77,7 +85,7 @@ def _trace_from_json(obj: Any, mod: Any) -> Any:
         )
     sch = Schedule(as_module(mod))
     try:
-        s_tir().schedule.Trace.apply_json_to_schedule(obj, sch)
+        apply_json_trace(obj, sch)
     except Exception as err:  # noqa: BLE001
         raise TraceError(
             f"the JSON trace does not replay on this module: {error_reason(err)}"
@@ -122,7 +130,6 @@ def load(obj: Any, mod: Any = None, candidates: Iterable[Any] = ()) -> TraceSour
     candidates
         Modules to try when ``mod`` is not given.
     """
-    st = s_tir()
 
     if isinstance(obj, list | tuple) and obj and not isinstance(obj[0], list | str):
         obj = obj[0]
@@ -142,11 +149,11 @@ def load(obj: Any, mod: Any = None, candidates: Iterable[Any] = ()) -> TraceSour
         return TraceSource(obj.trace, as_module(mod or obj.workload_mod), None, "tuning record")
     if hasattr(obj, "trace") and hasattr(obj, "workload") and hasattr(obj, "run_secs"):
         return TraceSource(obj.trace, as_module(mod or obj.workload.mod), None, "tuning record")
-    if isinstance(obj, st.Schedule):
+    if isinstance(obj, schedule_type()):
         final = obj.mod
         chosen = mod if mod is not None else _pick_module(obj.trace, final, candidates, "schedule")
         return TraceSource(obj.trace, as_module(chosen), final, "schedule")
-    if isinstance(obj, st.schedule.Trace):
+    if isinstance(obj, trace_type()):
         chosen = mod if mod is not None else _pick_module(obj, None, candidates, "trace")
         return TraceSource(obj, as_module(chosen), None, "trace")
     if isinstance(obj, str | list | dict):

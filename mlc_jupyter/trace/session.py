@@ -13,7 +13,14 @@ from typing import Any
 
 from ..errors import TraceError, error_reason
 from ..results import ReplayResult, TraceTiming
-from ..tvm_compat import Schedule, s_tir
+from ..tvm_compat import (
+    GET_BLOCK_INSTRUCTION,
+    Schedule,
+    block_rv_type,
+    get_block,
+    loop_rv_type,
+    make_trace,
+)
 from . import decisions as dec
 from .load import TraceSource, load, to_json_value
 from .timing import time_replayed
@@ -39,7 +46,7 @@ class TraceSession:
     Parameters
     ----------
     trace
-        A ``tvm.s_tir.schedule.Trace``.
+        A schedule trace (``sch.trace``).
     mod
         The module the trace was recorded on (replays start from a fresh schedule of it).
     final
@@ -77,7 +84,7 @@ class TraceSession:
             insts = list(self._trace.insts)[:k]
             decisions = {i: d for i in insts if (d := self._trace.get_decision(i)) is not None}
             sch = Schedule(self.mod)
-            s_tir().schedule.Trace(insts, decisions).apply_to_schedule(sch, remove_postproc=False)
+            make_trace(insts, decisions).apply_to_schedule(sch, remove_postproc=False)
             self._modules[k] = sch.mod
         return self._modules[k]
 
@@ -164,7 +171,7 @@ class TraceSession:
         if len(texts) != len(insts):
             texts = [inst.kind.name for inst in insts]
         sch = Schedule(self.mod)
-        st = s_tir().schedule
+        block_rv, loop_rv = block_rv_type(), loop_rv_type()
         rv_block: dict[Any, str] = {}
         seen: list[tuple[str, Any]] = []
         counter = iter(range(len(insts)))
@@ -173,13 +180,13 @@ class TraceSession:
             i = next(counter)
             self._modules[i] = sch.mod
             block = ""
-            if inst.kind.name == "GetSBlock":
+            if inst.kind.name == GET_BLOCK_INSTRUCTION:
                 block = str(attrs[0])
             for old, new in zip(inst.inputs, inputs, strict=False):
-                if isinstance(new, st.SBlockRV):
+                if isinstance(new, block_rv):
                     block = sch.get(new).name_hint
                     break
-                if isinstance(new, st.LoopRV) and old in rv_block:
+                if isinstance(new, loop_rv) and old in rv_block:
                     block = rv_block[old]
                     break
             block = block or (seen[-1][0] if seen else "")
@@ -231,7 +238,7 @@ class TraceSession:
             decisions[insts[-1]] = choice
             sch = Schedule(self.mod)
             try:
-                s_tir().schedule.Trace(insts, decisions).apply_to_schedule(sch, False)
+                make_trace(insts, decisions).apply_to_schedule(sch, False)
             except Exception:  # noqa: BLE001, S112 - an illegal location is simply not offered
                 continue
             last = sch.trace.insts[-1]
@@ -248,7 +255,7 @@ class TraceSession:
         """More than the number of loops a block could be computed at (its consumers' nests)."""
         try:
             probe = Schedule(self._modules[index])
-            rv = probe.get_sblock(block)
+            rv = get_block(probe, block)
             nests = [len(probe.get_loops(c)) for c in probe.get_consumers(rv)]
             return max([len(probe.get_loops(rv)), *nests]) + 1
         except Exception:  # noqa: BLE001 - an unusual block: offer a generous range

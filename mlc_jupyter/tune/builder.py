@@ -15,12 +15,12 @@ import traceback
 from concurrent.futures import Future, wait
 from typing import Any
 
+from ..tvm_compat import compile as compile_module
 from ..tvm_compat import (
     derived_object,
     metaschedule,
     remove_weight_layout_rewrite,
     structural_hash,
-    tvm,
 )
 from .run_state import KNOWN_PREFIX, MEMORY_PREFIX, Shared, StopTuning
 from .threads import compile_pool
@@ -30,7 +30,7 @@ ms = metaschedule()
 
 def build_candidate(mod: Any, target: Any) -> Any:
     """Compile one candidate as MetaSchedule's builder would, in this process."""
-    return tvm().compile(remove_weight_layout_rewrite(mod), target=target)
+    return compile_module(remove_weight_layout_rewrite(mod), target)
 
 
 def _workload_key(mod: Any) -> str:
