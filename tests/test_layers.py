@@ -32,7 +32,9 @@ UNITS = {
     "display": "display",
     "cells": "service",
     "compilation": "service",
+    "graph": "service",
     "measure": "service",
+    "passes": "service",
     "schedule": "service",
     "trace": "service",
     "tune": "service",
@@ -47,8 +49,10 @@ UNITS = {
 SERVICE_USES = {
     "cells": set(),
     "compilation": set(),
+    "graph": set(),
     "schedule": set(),
     "measure": {"compilation"},
+    "passes": {"compilation", "graph", "schedule"},
     "tune": {"compilation", "measure"},
     "trace": {"compilation", "measure", "schedule", "tune"},
 }
