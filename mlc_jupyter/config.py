@@ -25,3 +25,18 @@ def cache_dir() -> Path:
 def default_target() -> str:
     """The target used when a magic gets no ``--target`` (``$MLC_JUPYTER_TARGET`` or ``llvm``)."""
     return os.environ.get("MLC_JUPYTER_TARGET", "llvm")
+
+
+#: Values of ``$MLC_JUPYTER_CHECKED`` that switch checked builds on.
+_TRUE = ("1", "true", "yes", "on")
+
+
+def checked_builds() -> bool:
+    """Whether builds check every buffer index at run time by default (``%mlc_checked on``,
+    ``$MLC_JUPYTER_CHECKED=1``); a build can still ask for it with ``checked=True``."""
+    return os.environ.get("MLC_JUPYTER_CHECKED", "").strip().lower() in _TRUE
+
+
+def set_checked_builds(on: bool) -> None:
+    """Switch checked builds on or off for this process (and the kernels it starts)."""
+    os.environ["MLC_JUPYTER_CHECKED"] = "1" if on else "0"

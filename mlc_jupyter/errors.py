@@ -165,6 +165,25 @@ class KernelCompileError(BuildError):
         return lines
 
 
+class OutOfBoundsError(BuildError):
+    """A kernel that indexes outside a buffer: refused before it runs, or stopped by a checked build.
+
+    ``where`` holds the lines that locate it (the cell line with a caret, the schedule step).
+    """
+
+    def __init__(
+        self, message: str, *, where: tuple[str, ...] | list[str] = (), hint: str = ""
+    ) -> None:
+        self.where = tuple(where)
+        super().__init__(message, hint=hint)
+
+    def render_lines(self) -> list[str]:
+        lines = [f"{type(self).__name__}: {self}", *self.where]
+        if self.hint:
+            lines.append(f"hint: {self.hint}")
+        return lines
+
+
 class CallError(MLCError):
     """A built function called with arguments of the wrong number, shape or dtype."""
 

@@ -185,7 +185,8 @@ class Built:
 
     ``built["mm_relu"](A, B)`` or ``built.mm_relu(A, B)`` with NumPy arrays, PyTorch tensors or
     TVM tensors; passing only the inputs of a destination-passing function returns the outputs.
-    ``cached`` says the build came from the cache, ``build_s`` what the (original) build cost.
+    ``cached`` says the build came from the cache, ``build_s`` what the (original) build cost;
+    ``checked`` that every buffer index is tested at run time.
     """
 
     mod: Any
@@ -201,6 +202,7 @@ class Built:
     #: What calls the build's functions and reads its code: the compilation service sets it
     #: (:class:`~mlc_jupyter.compilation.builder.BuiltRuntime`); results import no service.
     runtime: Any = field(default=None, compare=False, repr=False)
+    checked: bool = False
 
     @property
     def functions(self) -> list[str]:

@@ -432,3 +432,191 @@ def var_name(var: Any) -> str:
 def is_schedule(obj: Any) -> bool:
     """True for a TensorIR schedule (``sch``)."""
     return isinstance(obj, s_tir().Schedule)
+
+
+# -- out-of-bounds accesses: TVM's static checker and run-time bound checks ---------------------
+
+
+def check_out_of_bounds(mod: Any) -> str:
+    """TVM's static out-of-bounds analysis of ``mod`` (``s_tir.analysis.OOBChecker``): ``""`` when
+    it proves nothing, else its report, one ``Out of bounds memory access`` line per access.
+
+    Rendering the report makes TVM's printer log C++ warnings on file descriptor 2, which a
+    Jupyter kernel would show in the cell; they are dropped while the check runs.
+    """
+    checker = s_tir().analysis.OOBChecker()
+    with _native_stderr_dropped():
+        try:
+            checker(mod)
+        except Exception as err:  # noqa: BLE001 - the report is a ScheduleError's message
+            return str(err) or type(err).__name__
+    return ""
+
+
+@contextlib.contextmanager
+def _native_stderr_dropped() -> Iterator[None]:
+    try:
+        saved = os.dup(2)
+    except OSError:  # no file descriptor 2 to borrow
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+#: Type keys of TIR buffer accesses: a store, and a load (``BufferLoad`` became ``TensorLoad``).
+_STORE_KEY, _LOAD_KEY = "tirx.BufferStore", "ir.TensorLoad"
+
+
+def node_fields(node: Any) -> Iterator[tuple[str, Any]]:
+    """The reflected fields of a TVM object, base classes included.
+
+    TVM 0.27 has no Python statement/expression visitor for TIR; reflection reaches every node.
+    """
+    info = getattr(type(node), "__tvm_ffi_type_info__", None)
+    while info is not None:
+        for field in info.fields:
+            yield field.name, getattr(node, field.name)
+        info = info.parent_type_info
+
+
+def buffer_access(node: Any) -> tuple[Any, Any, bool] | None:
+    """``(buffer, indices, is_store)`` when ``node`` stores to or loads from a buffer, else None."""
+    info = getattr(type(node), "__tvm_ffi_type_info__", None)
+    key = info.type_key if info is not None else ""
+    if key == _STORE_KEY:
+        return node.buffer, node.indices, True
+    if key == _LOAD_KEY:
+        return node.source, node.indices, False
+    return None
+
+
+def is_stmt(node: Any) -> bool:
+    return isinstance(node, tirx().Stmt)
+
+
+def buffer_accesses(root: Any) -> Iterator[tuple[Any, Any, bool, Any]]:
+    """Every ``(buffer, indices, is_store, statement)`` under ``root`` (a PrimFunc body or any
+    TIR node); ``statement`` is the innermost enclosing statement, which carries the span."""
+    stmt_type = tirx().Stmt
+    skip = {"span", "ty", "buffer", "source", "dtype"}
+    stack: list[tuple[Any, Any]] = [(root, root)]
+    while stack:
+        node, stmt = stack.pop()
+        if isinstance(node, list | tuple) or type(node).__name__ in ("Array", "List"):
+            stack.extend((item, stmt) for item in reversed(list(node)))
+            continue
+        if not hasattr(type(node), "__tvm_ffi_type_info__"):
+            continue
+        if isinstance(node, stmt_type):
+            stmt = node
+        access = buffer_access(node)
+        if access is not None:
+            yield (*access, stmt)
+        children = [child for name, child in node_fields(node) if name not in skip]
+        stack.extend((child, stmt) for child in reversed(children))
+
+
+_STMT_CHILDREN = ("body", "seq", "then_case", "else_case", "block", "init")
+
+
+def block_bindings(func: Any) -> Iterator[tuple[Any, Any, Any, Any, bool]]:
+    """Every block iterator binding of a PrimFunc: ``(block, iter_var, value, analyzer,
+    predicated)``; ``analyzer`` (``tvm.sym.Analyzer``, ``tvm.arith`` before 0.27) knows the ranges
+    of the loops and block iterators around the block; ``predicated`` says a ``T.where`` guards it.
+    """
+    _tvm = tvm()
+    analyzer = _tvm.sym.Analyzer()
+    loop, realize, block_type = tirx().For, s_tir().SBlockRealize, s_tir().SBlock
+    stack = [func.body]
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, loop):
+            extent = _tvm.ir.Range.from_min_extent(stmt.min, stmt.extent)
+            analyzer.bind(stmt.loop_var, extent, allow_override=True)
+        elif isinstance(stmt, realize):
+            predicate = stmt.predicate
+            predicated = not (isinstance(predicate, tirx().IntImm) and int(predicate) == 1)
+            for iter_var, value in zip(stmt.block.iter_vars, stmt.iter_values, strict=False):
+                yield stmt.block, iter_var, value, analyzer, predicated
+            for iter_var in stmt.block.iter_vars:
+                analyzer.bind(iter_var.var, iter_var.dom, allow_override=True)
+        for field in _STMT_CHILDREN:
+            child = getattr(stmt, field, None)
+            for item in child if field == "seq" and child is not None else (child,):
+                if isinstance(item, tirx().Stmt | block_type):
+                    stack.append(item)
+
+
+#: What a bound-checked kernel raises (``RuntimeError``) when an index leaves its buffer.
+BOUND_CHECK_MESSAGE = "OUT OF THE BOUNDS"
+_BOUND_CHECKED_PIPELINE = "mlc_bound_checked"
+
+
+@functools.cache
+def bound_checked_pipeline() -> str:
+    """The name of a TIR pipeline whose kernels check every buffer index before they use it.
+
+    TVM 0.27's ``tirx.instrument_bound_checkers`` option is inert: its pass instruments only
+    buffers announced by a ``buffer_bound`` attribute, and nothing in the TensorIR lowering
+    announces any (``StorageFlatten`` did, before ``FlattenBuffer`` replaced it). This pipeline
+    runs the default lowering, announces every flattened buffer that is loaded or stored, then
+    runs the pass: an out-of-bounds index raises ``RuntimeError`` instead of touching memory.
+    """
+    _tvm = tvm()
+    from tvm.tirx import compilation_pipeline
+
+    @_tvm.transform.module_pass(opt_level=0, name="mlc.AnnounceBufferBounds")
+    def announce(mod: Any, _ctx: Any) -> Any:
+        functions = {}
+        for gvar, func in mod.functions_items():
+            if isinstance(func, tirx().PrimFunc):
+                func = func.with_body(_announce_buffers(func.body))
+            functions[gvar] = func
+        return _tvm.IRModule(functions, attrs=mod.attrs)
+
+    def factory() -> Any:
+        lower, finalize_host, finalize_device = compilation_pipeline.get_tir_pipeline("s_tir")
+        instrument = s_tir().transform.InstrumentBoundCheckers()
+        return (
+            _tvm.transform.Sequential([lower, announce, instrument]),
+            finalize_host,
+            finalize_device,
+        )
+
+    compilation_pipeline.register_tir_pipeline(_BOUND_CHECKED_PIPELINE, factory)
+    return _BOUND_CHECKED_PIPELINE
+
+
+def _announce_buffers(body: Any) -> Any:
+    """``body`` inside one ``buffer_bound`` attribute per buffer accessed with as many indices as
+    it has dimensions (the pass compares index and dimension counts)."""
+    _tirx = tirx()
+    shapes: dict[Any, Any] = {}
+    mismatched: set[Any] = set()
+    for buffer, indices, _, _ in buffer_accesses(body):
+        if len(indices) != len(buffer.shape):
+            mismatched.add(buffer)
+        shapes.setdefault(buffer, buffer.shape)
+    for buffer, shape in shapes.items():
+        if buffer not in mismatched and len(shape):
+            body = _tirx.AttrStmt(buffer, "buffer_bound", _tirx.op.tvm_tuple(*shape), body)
+    return body
+
+
+def compile_checked(mod: Any, target: Any) -> Any:
+    """Build like :func:`compile`, with every buffer index checked at run time (CPU targets).
+
+    Loops are not vectorized: the pass checks a vector access ``A[base:base + n]`` against
+    ``base + n`` rather than its last element ``base + n - 1``, and would stop a kernel that
+    writes the last vector of a buffer.
+    """
+    _tvm = tvm()
+    with _tvm.transform.PassContext(config={"tirx.disable_vectorize": True}):
+        return _tvm.compile(mod, target=target, tir_pipeline=bound_checked_pipeline())

@@ -19,7 +19,7 @@ import types
 import warnings
 from typing import Any
 
-from .. import tvm_compat
+from .. import origins, tvm_compat
 from ..dialect import Translation, translate
 from ..errors import CellError, TVMScriptError, error_reason
 from ..results import ParsedCell
@@ -102,6 +102,7 @@ def parse_script(
     objects = {name: module.__dict__[name] for name in names if name in module.__dict__}
     for name, obj in objects.items():
         check_loop_extents(obj, name, located)
+    origins.remember_cell(filename, translation, first_line, cell_name, tuple(objects))
     messages = tuple(
         dict.fromkeys(str(w.message) for w in caught if not _is_known_deprecation(w.message))
     )

@@ -1,7 +1,10 @@
 """Build a PrimFunc / TIR module / Relax module for a target, with an in-memory cache.
 
-The cache key is the module's structural hash, the resolved target and the TVM version; a hit
-is checked with structural equality and comes back at once with ``cached=True``.
+The cache key is the module's structural hash, the resolved target, the TVM version and whether
+the build is checked; a hit is checked with structural equality and comes back at once with
+``cached=True``. Before anything is built, TVM's static bounds analysis refuses a kernel that
+provably indexes outside a buffer (:mod:`.bounds`); a checked build also tests every index at run
+time, for what the analysis cannot decide.
 """
 
 from __future__ import annotations
@@ -10,10 +13,18 @@ import dataclasses
 import time
 from typing import Any
 
+from ..config import checked_builds
 from ..errors import BuildError, error_reason
 from ..results import Built
 from ..tvm_compat import compile as tvm_compile
-from ..tvm_compat import prefer_nvcc_without_nvrtc, structural_equal, structural_hash, version
+from ..tvm_compat import (
+    compile_checked,
+    prefer_nvcc_without_nvrtc,
+    structural_equal,
+    structural_hash,
+    version,
+)
+from .bounds import check_bounds
 from .call import bound_function
 from .device_code import device_code_of, failed_kernel_compile
 from .inspect import (
@@ -37,9 +48,9 @@ class BuiltRuntime:
 _CACHE: dict[str, Built] = {}
 
 
-def cache_key(mod: Any, target: Any) -> str:
-    """``hash|target|tvm version`` for an IRModule and a resolved target."""
-    return f"{structural_hash(mod):x}|{target}|{version()}"
+def cache_key(mod: Any, target: Any, checked: bool = False) -> str:
+    """``hash|target|tvm version[|checked]`` for an IRModule and a resolved target."""
+    return f"{structural_hash(mod):x}|{target}|{version()}" + ("|checked" if checked else "")
 
 
 def clear_cache() -> None:
@@ -47,18 +58,25 @@ def clear_cache() -> None:
     _CACHE.clear()
 
 
-def build_module(mod: Any, target: Any = None, *, force: bool = False) -> Built:
+def build_module(
+    mod: Any, target: Any = None, *, force: bool = False, checked: bool | None = None
+) -> Built:
     """Build ``mod`` (PrimFunc, TensorIR IRModule or Relax module) for ``target``.
 
+    ``checked`` makes every buffer index be tested at run time, so a bad index raises
+    :class:`~mlc_jupyter.errors.OutOfBoundsError` instead of corrupting memory (``None``: the
+    session's setting, :func:`mlc_jupyter.config.checked_builds`; CPU targets only).
     Returns a :class:`~mlc_jupyter.results.Built` whose functions can be called directly.
-    Raises ``BuildError`` for a GPU kernel with unbound loops and for TVM build failures.
+    Raises ``OutOfBoundsError`` when TVM proves an index leaves its buffer (nothing is built),
+    ``BuildError`` for a GPU kernel with unbound loops and for TVM build failures.
     """
     try:
         mod = as_module(mod)
     except TypeError as err:
         raise BuildError(str(err)) from None
     target = resolve_target(target)
-    key = cache_key(mod, target)
+    checked = checked_builds() if checked is None else bool(checked)
+    key = cache_key(mod, target, checked)
     hit = _CACHE.get(key)
     if hit is not None and not force and structural_equal(hit.mod, mod):
         return dataclasses.replace(hit, cached=True)
@@ -72,11 +90,16 @@ def build_module(mod: Any, target: Any = None, *, force: bool = False) -> Built:
                 hint="split the loop and sch.bind(outer, 'blockIdx.x'); sch.bind(inner, "
                 "'threadIdx.x')",
             )
+    if checked and is_gpu_target(target):
+        raise BuildError(
+            "checked builds run on the CPU only", hint="build without --checked for a GPU"
+        )
+    check_bounds(mod)
     if target.kind.name == "cuda":
         prefer_nvcc_without_nvrtc()  # with a GPU present, TVM compiles the kernels itself
     start = time.perf_counter()
     try:
-        executable = tvm_compile(mod, target)
+        executable = (compile_checked if checked else tvm_compile)(mod, target)
     except Exception as err:  # noqa: BLE001 - TVM raises many types; show one line
         kernel_error = failed_kernel_compile(err)
         if kernel_error is not None:
@@ -94,6 +117,7 @@ def build_module(mod: Any, target: Any = None, *, force: bool = False) -> Built:
         key=key,
         device_code=device_code,
         runtime=BuiltRuntime(),
+        checked=checked,
     )
     _CACHE[key] = built
     return built

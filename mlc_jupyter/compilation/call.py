@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import BuildError, CallError, NoGPUError
-from ..tvm_compat import empty, tensor, tensor_type, tvm
+from ..tvm_compat import BOUND_CHECK_MESSAGE, empty, tensor, tensor_type, tvm
+from .bounds import stopped_out_of_bounds
 from .inspect import Signature, missing_symbols
 from .targets import device_for, gpu_present, is_gpu_target
 
@@ -115,10 +116,26 @@ def relax_vm(built: Any) -> Any:
 
 
 def runtime_function(built: Any, name: str) -> Any:
-    """The packed function to call (through the Relax VM for Relax builds)."""
+    """The packed function to call (through the Relax VM for Relax builds).
+
+    For a checked build, a bound check that fails raises :class:`OutOfBoundsError`.
+    """
     if built.relax:
-        return relax_vm(built)[name]
-    return built.executable.mod[name]
+        func = relax_vm(built)[name]
+    else:
+        func = built.executable.mod[name]
+    if not getattr(built, "checked", False):
+        return func
+
+    def checked(*args: Any) -> Any:
+        try:
+            return func(*args)
+        except Exception as err:
+            if BOUND_CHECK_MESSAGE not in str(err):
+                raise
+            raise stopped_out_of_bounds(built.mod, name) from None
+
+    return checked
 
 
 def _copy_back(values: tuple[Any, ...], tensors: list[Any]) -> None:

@@ -10,6 +10,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from ..compilation import SOURCE_KINDS, build_module, generated_source
+from ..config import checked_builds, set_checked_builds
 from ..display.highlight import code_bundle
 from ..display.timing import built_text
 from ..errors import KernelCompileError
@@ -26,6 +27,12 @@ class BuildMagics(Magics):
     @argument("--as", dest="name", default=None, help="bind the build under NAME (<MOD>_lib)")
     @argument("--force", action="store_true", help="rebuild even when a cached build exists")
     @argument("--show", choices=list(SOURCE_KINDS), default=None, help="show the generated code")
+    @argument(
+        "--checked",
+        action="store_true",
+        default=None,
+        help="test every buffer index at run time: a bad index raises instead of corrupting memory",
+    )
     @line_magic
     def mlc_build(self, line: str) -> None:
         """Build MOD (cached by structure, target and TVM version) and bind the result.
@@ -33,11 +40,14 @@ class BuildMagics(Magics):
         The bound object's functions take NumPy arrays, PyTorch tensors or TVM tensors;
         passing only the inputs of a destination-passing function returns its outputs.
         A CUDA build is compiled to GPU code when nvcc is installed (``--show ptx``).
+        A kernel that TVM proves to index outside a buffer is refused before it is built, at
+        the cell line of the access; --checked (or %mlc_checked on) also catches the indices
+        only known at run time.
         """
         args = parse_argstring(self.mlc_build, line)
         mod = lookup(self.shell, args.mod, "mlc_build", "the module")
         try:
-            built = build_module(mod, args.target, force=args.force)
+            built = build_module(mod, args.target, force=args.force, checked=args.checked)
         except KernelCompileError as err:
             err.cell = err.cell or _cell_with(self.shell, err.words)
             raise
@@ -47,6 +57,21 @@ class BuildMagics(Magics):
         if args.show:
             source = generated_source(built, args.show)
             display(code_bundle(source, f"{args.show} of {name}"), raw=True)
+
+    @magic_arguments()
+    @argument("state", nargs="?", choices=["on", "off"], default=None, help="on or off")
+    @line_magic
+    def mlc_checked(self, line: str) -> None:
+        """Switch checked builds on or off for the session (every build path: %mlc_build,
+        %mlc_time, the schedule stepper, %mlc_tune's baseline); without an argument, say which.
+
+        A checked kernel tests each buffer index before it uses it, so an index that only run
+        time can know (A[idx[i]]) raises OutOfBoundsError instead of corrupting memory.
+        """
+        args = parse_argstring(self.mlc_checked, line)
+        if args.state is not None:
+            set_checked_builds(args.state == "on")
+        print(f"checked builds: {'on' if checked_builds() else 'off'}")
 
 
 def _cell_with(shell: Any, words: tuple[str, ...]) -> tuple[str, int, str] | None:

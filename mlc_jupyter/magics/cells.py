@@ -37,7 +37,12 @@ class CellMagics(Magics):
 
     def _run(self, kind: str, line: str, cell: str) -> Any:
         args = parse_argstring(getattr(self, kind), line)
-        parsed = parse_script(cell, self.shell.user_ns, kind=kind, first_line=2)
+        # IPython counts the running cell before it runs it: its prompt is the count minus one
+        number = (getattr(self.shell, "execution_count", 0) or 0) - 1
+        parsed = parse_script(
+            cell, self.shell.user_ns, kind=kind, first_line=2,
+            cell_name=f"In [{number}]" if number > 0 else f"the %%{kind} cell",
+        )  # fmt: skip
         name, value = _bind(self.shell, parsed, args.name)
         for message in parsed.warnings:
             print(f"warning: {message}")

@@ -6,7 +6,7 @@ import ast
 import re
 from typing import Any, NamedTuple
 
-from .. import tvm_compat
+from .. import origins, tvm_compat
 from ..dialect import translate
 from ..errors import ScheduleStepError, error_reason
 from ..results import ScheduleRun, ScheduleStep
@@ -129,7 +129,8 @@ def run_schedule_cell(
     sch = fresh_schedule(mod, func_name)
     given: dict[str, Any] = {**tvm_compat.schedule_namespace(), **(namespace or {}), "sch": sch}
     ns = dict(given)
-    initial = sch.mod.script()
+    initial_mod = sch.mod
+    initial = initial_mod.script()
     steps: list[ScheduleStep] = []
     previous, n_trace = initial, 0
     raw_lines = source.splitlines()
@@ -144,6 +145,7 @@ def run_schedule_cell(
             error = ScheduleStepError(
                 message, line=start + offset, source_line=raw, span=max(1, len(raw.rstrip()))
             )
+            _remember(initial_mod, steps)
             return ScheduleRun(initial, tuple(steps), error, None, {})
         lines = trace_lines(sch)
         if len(lines) == n_trace:
@@ -161,7 +163,14 @@ def run_schedule_cell(
             )
         )
         previous, n_trace = script, len(lines)
+    _remember(initial_mod, steps)
     return ScheduleRun(initial, tuple(steps), None, sch, _defined(ns, given))
+
+
+def _remember(initial: Any, steps: list[ScheduleStep]) -> None:
+    """Let a build of any step's module name the step that introduced a problem."""
+    places = [(origins.StepPlace(s.index, s.line, s.source), s.mod) for s in steps]
+    origins.remember_schedule(initial, places)
 
 
 def _defined(ns: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..compilation.bounds import check_bounds
 from ..errors import TuneError, error_reason
 from ..measure import estimate_flops
 from ..results import TuneProgress, TuneResult
@@ -126,6 +127,7 @@ def _prepare(
     rpc_spec = parse_rpc(rpc)
     target = tuning_target(target)
     tasks = collect_tasks(mod, target)
+    check_bounds(tasks.workload)  # candidates are compiled and run in this process
     work = Path(work_dir) if work_dir else work_dir_for(tasks.workload, target, tasks.kind, space)
     database = create_database(work, fresh)
     measured = measured_before(database, tasks)

@@ -18,6 +18,7 @@ from ..display.highlight import highlight_html
 from ..display.schedule import schedule_bundle
 from ..errors import MLCError
 from ..measure import time_module
+from ..results import Timing
 from ..schedule import (
     PRIMITIVES,
     ScheduleSession,
@@ -88,10 +89,17 @@ class Stepper(anywidget.AnyWidget):
         raise NotImplementedError
 
     def time_step(self, index: int | None = None) -> Any:
-        """Build and time the module at step ``index`` (default: the current one)."""
+        """Build and time the module at step ``index`` (default: the current one).
+
+        A module that cannot be built or run (an index out of bounds, say) gives a row with its
+        error instead of a time.
+        """
         index = self.index if index is None else index
         self.status = f"timing step {index}…"
-        timing = time_module(self.module_at(index), self.target)
+        try:
+            timing = time_module(self.module_at(index), self.target)
+        except MLCError as err:
+            timing = Timing(f"step {index}", None, None, None, None, 0, error=str(err))
         row = {
             "index": index,
             "ms": timing.median_s * 1e3 if timing.median_s else None,
