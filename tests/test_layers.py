@@ -41,6 +41,7 @@ UNITS = {
     "config": "core",
     "dialect": "core",
     "errors": "core",
+    "origins": "core",  # where IR came from: cell lines of TVMScript spans, schedule steps
     "results": "core",
     "tvm_compat": "core",
 }

@@ -61,6 +61,8 @@ def test_every_listing_of_the_book_passes_the_static_check():
     namespace: dict = {}
     for path in sorted(LISTINGS.glob("*.py")):
         source = path.read_text()
+        if "@T.prim_func" not in source and "@R.function" not in source:
+            continue  # a Python listing (a BlockBuilder function), not a TVMScript cell
         kind = "relax" if "R." in source else "tir"
         parsed = parse_script(source, dict(namespace), kind=kind)
         for name, obj in parsed.objects.items():
