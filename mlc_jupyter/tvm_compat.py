@@ -136,6 +136,11 @@ def PrimFunc() -> type:  # noqa: N802
     return tirx().PrimFunc
 
 
+def relax_function_type() -> type:
+    """The Relax function class (``relax.Function``)."""
+    return tvm().relax.Function
+
+
 def schedule_type() -> type:
     """The TensorIR schedule class (``tvm.tir.Schedule`` in the course)."""
     return s_tir().Schedule
