@@ -199,3 +199,32 @@ def test_gpu_notebook_shows_cuda_kernels_and_runs_them_only_on_a_gpu():
     else:
         libs = ("blocked_sch_lib", "shared_sch_lib")
         _assert_checked_and_timed(_table_with(nb, *libs), *libs)
+
+
+@pytest.mark.slow
+def test_graph_optimization_notebook_steps_the_books_passes_and_schedules_the_fused_kernel():
+    from mlc_jupyter.graph import dot_available
+
+    nb = _execute("06_graph_optimization.ipynb")
+    assert _errors(nb) == []
+    # the book's rewrites as steps of the pass stepper, each with what it changed
+    outs = _cell_outputs(nb, "%%mlc_passes MLPModel --as MLPModelFinal")
+    stepper = [o["data"] for o in outs if WIDGET in o.get("data", {})]
+    assert stepper, "the %%mlc_passes cell shows no widget"
+    text = stepper[0]["text/plain"]
+    assert "MLPFused: +fused_matmul_add0 +fused_matmul_add1" in text
+    assert "MLPModelFinal: -add -add1 -matmul -matmul1" in text
+    # the saved notebook shows the MLP's graph before and after TVM's FuseOps + FuseTIR
+    fused = _cell_outputs(nb, "%%mlc_passes MLPModel --as MLPFused")
+    html = next(o["data"]["text/html"] for o in fused if WIDGET in o.get("data", {}))
+    assert "<b>before</b>" in html and "fused_matmul_add_relu" in html
+    assert ("<svg" in html) == dot_available()
+    pipeline = _cell_outputs(nb, "%mlc_passes MLPModel --pipeline target --as MLPLowered")
+    assert "DispatchSampling: no change" in pipeline[0]["data"]["text/plain"]
+    graphs = _cell_outputs(nb, "%mlc_graph MLPModel")
+    assert "matmul(x, permute_dims)" in graphs[0]["data"]["text/plain"]
+    streams = _streams(nb)
+    assert "MLPModelFinal prediction:" in streams and "MLPScheduled_lib: built" in streams
+    # the fused kernel, scheduled in place and put back, checked against NumPy and timed
+    table = _table_with(nb, "MLPFused_lib", "MLPScheduled_lib")
+    _assert_checked_and_timed(table, "MLPFused_lib", "MLPScheduled_lib")

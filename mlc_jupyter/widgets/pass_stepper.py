@@ -73,6 +73,7 @@ class PassStepper(Stepper):
     ) -> None:
         super().__init__(title=title, target=target, **kwargs)
         self.run, self.namespace, self.base = run, namespace, base
+        self._drawing = False
         self.views = [*self.views, ["graph", "graph"]]
         self.panels = [{"title": "functions", "key": "functions"},
                        {"title": "operators", "key": "ops"}]  # fmt: skip
@@ -135,16 +136,24 @@ class PassStepper(Stepper):
         self.code = ""
 
     def _draw_graph(self, _change: Any = None) -> None:
+        if self._drawing:  # setting graph_function below re-enters through the observer
+            return
         mod = self.module_at(max(0, min(self.index, len(self.steps) - 1)))
         names = relax_function_names(mod)
-        self.graph_functions = names
-        if not names:
-            self.graph_svg, self.graph_text = "", "(no Relax function at this step)"
-            return
-        func = self.graph_function if self.graph_function in names else None
-        graph = function_graph(mod, func, self.graph_fused)
-        self.graph_text = graph_text(graph)
-        self.graph_svg = graph_svg(graph) or ""
+        names = sorted(names, key=lambda n: (n != "main", n))  # main first
+        self._drawing = True
+        try:
+            self.graph_functions = names
+            if not names:
+                self.graph_svg, self.graph_text = "", "(no Relax function at this step)"
+                return
+            func = self.graph_function if self.graph_function in names else names[0]
+            graph = function_graph(mod, func, self.graph_fused)
+            self.graph_function = func
+            self.graph_text = graph_text(graph)
+            self.graph_svg = graph_svg(graph) or ""
+        finally:
+            self._drawing = False
 
     def handle(self, kind: str, content: dict[str, Any]) -> None:
         if kind == "export":
