@@ -21,6 +21,18 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _wait_for_port(port: int, proc: subprocess.Popen, timeout_s: float = 60) -> None:
+    """Wait until something accepts connections on ``port`` (the tracker is up)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    pytest.fail(f"the RPC tracker did not start on port {port}")
+
+
 @pytest.fixture(scope="module")
 def tracker(tmp_path_factory):
     """A tracker and two RPC servers registered under ``KEY``; yields (port, server log paths)."""
@@ -37,7 +49,7 @@ def tracker(tmp_path_factory):
     ]  # fmt: skip
     paths = []
     try:
-        time.sleep(4)
+        _wait_for_port(port, procs[0])
         for i in range(2):
             path = logs / f"server{i}.log"
             paths.append(path)

@@ -4,7 +4,7 @@
  */
 
 /** The cell magics whose cells hold TVMScript (or schedule code). */
-export const MAGICS = ['tir', 'relax', 'mlc_schedule'] as const;
+export const MAGICS = ['tir', 'relax', 'mlc_schedule', 'mlc_passes'] as const;
 export type MagicName = (typeof MAGICS)[number];
 
 /** The `ename`s of kernel errors that carry a `line L, column C: message` location. */
@@ -12,12 +12,13 @@ export const DIAGNOSTIC_ENAMES = new Set([
   'TVMScriptError',
   'LoopExtentError',
   'ScheduleStepError',
+  'PassStepError',
   'CellError'
 ]);
 
-const MAGIC_RE = /^\s*%%(tir|relax|mlc_schedule)(?=\s|$)/;
+const MAGIC_RE = /^\s*%%(tir|relax|mlc_schedule|mlc_passes)(?=\s|$)/;
 
-/** The magic of a cell (`"tir"`, `"relax"`, `"mlc_schedule"`) from its text, or null. */
+/** The magic of a cell (`"tir"`, `"relax"`, `"mlc_schedule"`, `"mlc_passes"`), or null. */
 export function detectMagic(text: string): MagicName | null {
   const firstLine = text.split('\n', 1)[0];
   const match = MAGIC_RE.exec(firstLine);

@@ -48,6 +48,7 @@ def test_a_user_steps_edits_a_decision_and_retimes_in_jupyterlab(lab_page):
     label = page.get_by_test_id("step-label")
     expect(label).to_have_text("step 6 / 6")
     ir = page.get_by_test_id("ir")
+    expect(ir).to_contain_text("C_update")  # positive control for the absence below
     page.get_by_test_id("prev").click()
     page.get_by_test_id("prev").click()
     expect(label).to_have_text("step 4 / 6")

@@ -1,0 +1,97 @@
+"""Drift tests: what the README, the packaging and the lab extension say matches the code.
+
+Each failure says exactly what to add or change, so a new magic, dialect rule or cell error is
+one copy-paste away from green.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import mlc_jupyter
+from mlc_jupyter import errors
+from mlc_jupyter.dialect import table_markdown
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text()
+HELPERS_TS = REPO / "labextension" / "src" / "helpers.ts"
+
+
+def _magic_table_rows() -> list[str]:
+    """The first cells of the README's magic table (``| magic | what it does |``)."""
+    start = README.index("| magic | what it does |")
+    rows = []
+    for line in README[start:].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(line.split("|")[1].strip().strip("`"))
+    return rows
+
+
+def test_the_version_has_one_source():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert "version" not in project and "version" in project.get("dynamic", []), (
+        "pyproject.toml must not carry a version: it reads mlc_jupyter/__init__.py's __version__ "
+        '(dynamic = ["version"], [tool.hatch.version] path = "mlc_jupyter/__init__.py")'
+    )
+    package = json.loads((REPO / "labextension" / "package.json").read_text())
+    assert package["version"] == mlc_jupyter.__version__, (
+        f"labextension/package.json says {package['version']}; npm needs its own copy, set it "
+        f"to mlc_jupyter.__version__ ({mlc_jupyter.__version__})"
+    )
+
+
+def test_every_registered_magic_has_a_row_in_the_readme_magic_table(shell):
+    magics = shell.magics_manager.magics
+    ours = {
+        prefix + name
+        for kind, prefix in (("line", "%"), ("cell", "%%"))
+        for name, func in magics[kind].items()
+        if getattr(func, "__module__", "").startswith("mlc_jupyter.")
+        or getattr(getattr(func, "__self__", None), "__module__", "").startswith("mlc_jupyter.")
+    }
+    assert {"%%tir", "%mlc_build"} <= ours  # the lookup itself works
+    documented = {row.split()[0] for row in _magic_table_rows()}
+    missing = sorted(ours - documented)
+    assert not missing, (
+        "README.md's magic table (section 'In a notebook') has no row for "
+        + ", ".join(missing)
+        + ": add '| `%name ARGS` | what it does |' for each"
+    )
+    stale = sorted(documented - ours)
+    assert not stale, f"README.md's magic table lists magics that do not exist: {stale}"
+
+
+def test_the_readme_translation_table_is_the_dialects():
+    table = table_markdown()
+    missing = [row for row in table.splitlines() if row not in README]
+    assert not missing, (
+        "README.md's translation table (section 'The course's spelling on TVM 0.27') differs "
+        "from mlc_jupyter/dialect.py's RULES; replace it with the output of "
+        "`python -m mlc_jupyter.dialect`. Rows missing or changed:\n" + "\n".join(missing)
+    )
+
+
+def test_the_lab_extension_marks_exactly_the_cell_errors_errors_py_defines():
+    text = HELPERS_TS.read_text()
+    block = re.search(r"DIAGNOSTIC_ENAMES = new Set\(\[(.*?)\]\)", text, re.S)
+    assert block, f"{HELPERS_TS} no longer defines DIAGNOSTIC_ENAMES"
+    read = set(re.findall(r"'(\w+)'", block.group(1)))
+
+    def subclasses(cls: type) -> set[type]:
+        return {cls} | {s for sub in cls.__subclasses__() for s in subclasses(sub)}
+
+    located = {c.__name__ for c in subclasses(errors.CellError) if c.__module__ == errors.__name__}
+    assert located - read == set(), (
+        f"cell errors the lab extension does not mark: {sorted(located - read)}; add them to "
+        "DIAGNOSTIC_ENAMES in labextension/src/helpers.ts and rebuild the extension"
+    )
+    assert read - located == set(), (
+        f"labextension/src/helpers.ts reads enames errors.py has no CellError for: "
+        f"{sorted(read - located)}"
+    )
