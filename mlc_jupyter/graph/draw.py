@@ -3,6 +3,11 @@
 Graphviz's ``dot`` (Debian's ``graphviz`` package) lays out layered dataflow graphs, draws fused
 functions as boxes (clusters) and writes SVG, which a saved notebook shows as it is. Without it
 (``dot`` not on ``PATH``) every view falls back to :func:`graph_text`.
+
+Why dot: it is made for layered dataflow graphs and draws clusters natively (the fused-function
+boxes); a pure-Python Sugiyama layout (grandalf) has no clusters and is slow on ResNet-sized
+graphs, and a JavaScript layout in the widget (elkjs, dagre) would leave the saved notebook's
+static view without a graph.
 """
 
 from __future__ import annotations

@@ -102,3 +102,14 @@ def test_a_fused_function_is_scheduled_in_place_put_back_built_and_timed(shell, 
 def test_putting_back_a_function_the_module_lacks_says_which_it_has(chapter):
     with pytest.raises(ValueError, match="no function 'nope'; it has: main"):
         replace_function(chapter["MLPModel"], "nope", chapter["MLPModel"]["main"])
+
+
+def test_a_failed_run_keeps_its_earlier_steps_viewable_with_the_reason(chapter):
+    from mlc_jupyter.widgets.pass_stepper import PassStepper
+
+    run = run_pass_cell(FUSION + "\nrelax.transform.NoSuchPass()", chapter["MLPModel"])
+    widget = PassStepper(run)
+    assert len(widget.steps) == 6 and widget.error_line == 7
+    assert "has no attribute 'NoSuchPass'" in widget.error
+    widget.index = 3
+    assert "fused_matmul_add_relu" in widget.graph_text
