@@ -8,6 +8,7 @@ few lines: where (cell line and column), what, and what to do. ``str(error)`` st
 from __future__ import annotations
 
 import re
+from typing import Any
 
 #: Lines of an error's text that never say why it failed: traceback frames, IR comments, carets.
 _NOISE = ("Traceback", "File ", "#", "^", "-->")
@@ -206,3 +207,24 @@ class TuneError(MLCError):
 
 class TraceError(MLCError):
     """A trace or a sampling decision that cannot be replayed."""
+
+
+class CellRaised(CellError):
+    """An ordinary code cell that failed inside TVM, shown at the cell line that raised.
+
+    ``raised`` is the name of the original exception type (``ValueError``, ``ScheduleError``...);
+    it leads the message in place of this class's name.
+    """
+
+    def __init__(self, message: str, *, raised: str, **kwargs: Any) -> None:
+        self.raised = raised
+        super().__init__(message, **kwargs)
+
+    def render_lines(self) -> list[str]:
+        lines = super().render_lines()
+        lines[0] = f"{self.raised}: {self}"
+        return lines
+
+
+class GoneError(CellError):
+    """A course spelling with no TVM 0.27 equivalent (the message says what to use instead)."""

@@ -625,3 +625,45 @@ def compile_checked(mod: Any, target: Any) -> Any:
     _tvm = tvm()
     with _tvm.transform.PassContext(config={"tirx.disable_vectorize": True}):
         return _tvm.compile(mod, target=target, tir_pipeline=bound_checked_pipeline())
+def register_global_func(name: str, func: Any = None, override: bool = False) -> Any:
+    """Register a packed function (``tvm.register_func`` in the course); a decorator without f."""
+    return tvm().register_global_func(name, func, override=override)
+
+
+def tensor_intrin_class() -> Any:
+    """The tensor intrinsic class (``tvm.tir.TensorIntrin`` in the course)."""
+    return s_tir().TensorIntrin
+
+
+def benchmark_result(results: list[float]) -> Any:
+    """TVM's ``BenchmarkResult`` (what ``time_evaluator`` returns) for per-call times in seconds."""
+    from tvm.runtime.module import BenchmarkResult
+
+    return BenchmarkResult(results)
+
+
+#: Course names of schedule classes that 0.27 renamed (blocks became sblocks).
+_RENAMED_BLOCK_NAMES = {
+    "Block": "SBlock",
+    "BlockRV": "SBlockRV",
+    "BlockRealize": "SBlockRealize",
+    "BlockScope": "SBlockScope",
+}
+
+
+def course_tir_attr(name: str) -> Any:
+    """What the course's ``tvm.tir.<name>`` is in 0.27: the IR name (``tvm.tirx``), else the
+    schedule name (``tvm.s_tir``, with blocks renamed to sblocks). Raises ``AttributeError``."""
+    for namespace in (tirx(), s_tir()):
+        for candidate in (name, _RENAMED_BLOCK_NAMES.get(name, name)):
+            if hasattr(namespace, candidate):
+                return getattr(namespace, candidate)
+    raise AttributeError(f"TVM 0.27 has no tir.{name} (looked in tvm.tirx and tvm.s_tir)")
+
+
+def support_module(name: str) -> ModuleType:
+    """``tvm.support.<name>`` (``tvm.contrib.<name>`` in the course: ``utils``, ``clang``...)."""
+    import importlib
+
+    tvm()
+    return importlib.import_module(f"tvm.support.{name}")

@@ -32,6 +32,7 @@ UNITS = {
     "display": "display",
     "cells": "service",
     "compilation": "service",
+    "course": "service",  # the course shims ordinary cells reach in course mode
     "graph": "service",
     "measure": "service",
     "passes": "service",
@@ -43,6 +44,7 @@ UNITS = {
     "errors": "core",
     "origins": "core",  # where IR came from: cell lines of TVMScript spans, schedule steps
     "results": "core",
+    "textedit": "core",
     "tvm_compat": "core",
 }
 
@@ -53,6 +55,7 @@ SERVICE_USES = {
     "graph": set(),
     "schedule": set(),
     "measure": {"compilation"},
+    "course": {"compilation", "measure", "tune"},
     "passes": {"compilation", "graph", "schedule"},
     "tune": {"compilation", "measure"},
     "trace": {"compilation", "measure", "schedule", "tune"},

@@ -26,7 +26,7 @@ from ..results import ParsedCell
 from .checks import check_loop_extents
 
 _counter = itertools.count(1)
-_LOCATION = re.compile(r"-->\s*(?P<file><[^>]+>):(?P<line>\d+):(?P<col>\d+)")
+LOCATION = re.compile(r"-->\s*(?P<file><[^>]+>|[^\s:]+):(?P<line>\d+):(?P<col>\d+)")
 _CARETS = re.compile(r"\^+")
 
 KINDS = ("tir", "relax")
@@ -67,7 +67,7 @@ def parse_script(
     translation = translate(source)
     number = next(_counter)
     filename = f"<mlc-cell-{number}>"
-    located = _Locator(translation, filename, first_line, cell_name)
+    located = Locator(translation, filename, first_line, cell_name)
 
     try:
         code = compile(translation.source, filename, "exec", dont_inherit=True)
@@ -145,7 +145,7 @@ def _is_known_deprecation(message: Warning | str) -> bool:
     return "is deprecated" in str(message)
 
 
-class _Locator:
+class Locator:
     """Turns positions in the translated text into errors at the cell's own line and column."""
 
     def __init__(
@@ -168,6 +168,8 @@ class _Locator:
     ) -> CellError:
         """An error at ``line``/``column`` of the translated source (1-based)."""
         col = self.translation.original_column(line, column)
+        end = self.translation.original_column(line, column + span)
+        span = max(1, end - col) if end > col else span
         return cls(
             message,
             line=line + self.first_line - 1,
@@ -181,7 +183,7 @@ class _Locator:
     def from_exception(self, err: BaseException, kind: str) -> CellError:
         """Locate a failure raised while the cell ran (TVM diagnostics or Python errors)."""
         text = str(err)
-        found = _LOCATION.search(text)
+        found = LOCATION.search(text)
         if found and found.group("file") == self.filename:
             message = text.split("\n", 1)[0].removeprefix("error: ").strip()
             tail = text[found.end() :].rstrip().splitlines()

@@ -10,7 +10,7 @@ import importlib
 from typing import Any
 
 MAGIC_MODULES: tuple[str, ...] = (
-    "cells", "build", "timing", "schedule", "trace", "tune", "devices", "passes",
+    "cells", "build", "timing", "schedule", "trace", "tune", "devices", "passes", "course",
 )  # fmt: skip
 
 

@@ -1,0 +1,166 @@
+"""The course's ``ms`` (MetaSchedule imported as the book does): tuning as the book does it.
+
+Every name is TVM 0.27's MetaSchedule except:
+
+* ``ms.tune_tir(mod, target, work_dir, max_trials_global, num_trials_per_iter, space=...)`` runs
+  the project's tuner (:func:`mlc_jupyter.tune.tune`: warm in-process workers, the work dir's
+  database resumes) and returns the work dir's database, which also carries the
+  :class:`~mlc_jupyter.results.TuneResult` (``database.tune_result``). The course's target
+  strings (``"llvm --num-cores=1"``) work; a GPU target without a GPU fails at once with the
+  project's "no GPU" error instead of building candidates for minutes.
+* ``ms.tir_integration.compile_tir(database, mod, target)`` returns the tuned schedule for the
+  IRModule the book passes (stock 0.27 returns ``None`` for an IRModule: the stored workload
+  gained the no-alias attribute) and fails with a message instead of returning ``None``.
+* ``ms.relax_integration.tune_relax`` runs the project's tuner too.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from ..errors import TuneError
+from ..results import TuneResult
+from ..tvm_compat import PrimFunc, Schedule, metaschedule, structural_equal, tvm
+
+
+def __getattr__(name: str) -> Any:
+    return getattr(metaschedule(), name)
+
+
+class TunedDatabase:
+    """The JSON database of a tuning work dir, plus the run's :class:`TuneResult`."""
+
+    def __init__(self, result: TuneResult) -> None:
+        from ..tune.records import open_database
+
+        self.tune_result = result
+        self.database = open_database(result.work_dir)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.__dict__["database"], name)
+
+    def __enter__(self) -> Any:
+        return self.database.__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self.database.__exit__(*exc)
+
+    def __repr__(self) -> str:
+        return (
+            f"<tuning database {self.tune_result.work_dir}: {self.tune_result.n_records} records>"
+        )
+
+
+def _space(space: Any) -> Any:
+    return "default" if space in (None, "post-order-apply") else space
+
+
+def tune_tir(
+    mod: Any,
+    target: Any,
+    work_dir: str | None = None,
+    max_trials_global: int = 64,
+    *,
+    num_trials_per_iter: int = 64,
+    space: Any = None,
+    seed: int | None = None,
+    max_trials_per_task: int | None = None,
+    **ignored: Any,
+) -> TunedDatabase:
+    """Tune a TensorIR module like the book's ``ms.tune_tir``; return its database."""
+    from ..tune import tune
+
+    trials = min(max_trials_global, max_trials_per_task or max_trials_global)
+    result = tune(
+        mod,
+        target,
+        trials=trials,
+        per_iter=min(num_trials_per_iter, trials),
+        work_dir=work_dir,
+        space=_space(space),
+        seed=seed,
+    )
+    return TunedDatabase(result)
+
+
+def _normalised(mod: Any) -> Any:
+    from ..tune.tasks import collect_tasks
+
+    return collect_tasks(mod, None).workload
+
+
+def _prim_func(mod: Any) -> Any:
+    if isinstance(mod, PrimFunc()):
+        return mod
+    funcs = [f for _, f in mod.functions_items() if isinstance(f, PrimFunc())]
+    if len(funcs) != 1:
+        raise TuneError(
+            f"compile_tir takes a module with one PrimFunc; this one has {len(funcs)}",
+            hint="pass the function: compile_tir(database, mod['name'], target)",
+        )
+    return funcs[0]
+
+
+def compile_tir(database: Any, mod: Any, target: Any) -> Any:
+    """The best schedule of ``mod`` in ``database`` (a TensorIR ``Schedule``), never ``None``."""
+    result: TuneResult | None = getattr(database, "tune_result", None)
+    if result is not None and result.kind == "tir" and len(result.task_workloads) == 1:
+        (workload,) = result.task_workloads.values()
+        if result.trace is not None and structural_equal(_normalised(mod), workload):
+            sch = Schedule(workload)
+            result.trace.apply_to_schedule(sch, remove_postproc=False)
+            return sch
+    from ..tune.options import tuning_target
+
+    stock = metaschedule().tir_integration.compile_tir
+    sch = stock(getattr(database, "database", database), _prim_func(mod), tuning_target(target))
+    if sch is None:
+        raise TuneError(
+            "the tuning database holds no record for this module",
+            hint="tune this very module first (ms.tune_tir) with the same work_dir",
+        )
+    return sch
+
+
+def tune_relax(
+    mod: Any,
+    params: Any,
+    target: Any,
+    work_dir: str | None = None,
+    max_trials_global: int = 64,
+    *,
+    num_trials_per_iter: int = 64,
+    seed: int | None = None,
+    **ignored: Any,
+) -> TunedDatabase:
+    """Tune every kernel of a Relax module like ``ms.relax_integration.tune_relax``."""
+    from ..tune import tune
+
+    if params:
+        mod = tvm().relax.transform.BindParams("main", params)(mod)
+    result = tune(
+        mod,
+        target,
+        trials=max_trials_global,
+        per_iter=min(num_trials_per_iter, max_trials_global),
+        work_dir=work_dir,
+        seed=seed,
+    )
+    return TunedDatabase(result)
+
+
+def _integration(name: str, **shims: Any) -> Any:
+    """A stand-in for ``ms.<name>``: the shims above, then the stock module's names."""
+
+    class Integration(SimpleNamespace):
+        def __getattr__(self, attr: str) -> Any:
+            return getattr(getattr(metaschedule(), name), attr)
+
+    return Integration(**shims)
+
+
+tir_integration = _integration("tir_integration", compile_tir=compile_tir, tune_tir=tune_tir)
+relax_integration = _integration("relax_integration", tune_relax=tune_relax)

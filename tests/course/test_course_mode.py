@@ -1,0 +1,149 @@
+"""Course mode: ordinary cells in the book's spelling run on TVM 0.27 in a real IPython shell.
+
+Modules are parsed with ``%%tir`` here (the test shell's ``__main__`` is pytest's, so TVMScript
+*classes* in plain cells are exercised in a real kernel by the book notebooks, tests/course/
+test_book.py); everything else is the book's plain Python, typed as the book types it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from course_support import listing, run_listing
+from IPython.utils.capture import capture_output
+
+from mlc_jupyter.errors import CellRaised, GoneError, TVMScriptError
+from mlc_jupyter.results import Built
+
+
+def _run(shell, text: str):
+    with capture_output() as captured:
+        result = shell.run_cell(text, store_history=True)
+    return result, captured
+
+
+def test_the_books_plain_python_builds_runs_and_times_mm_relu(shell):
+    run_listing(shell, "ch2_mm_relu")
+    result, _ = _run(
+        shell,
+        "import numpy as np\nimport tvm\n"
+        'sch = tvm.tir.Schedule(MyModule)\nblock_Y = sch.get_block("Y", func_name="mm_relu")\n'
+        "i, j, k = sch.get_loops(block_Y)\nj0, j1 = sch.split(j, factors=[None, 4])\n"
+        'rt_lib = tvm.build(MyModule, target="llvm")\n'
+        'a_np = np.random.rand(128, 128).astype("float32")\n'
+        'b_np = np.random.rand(128, 128).astype("float32")\n'
+        "a_nd = tvm.nd.array(a_np)\nb_nd = tvm.nd.array(b_np)\n"
+        'c_nd = tvm.nd.empty((128, 128), dtype="float32")\n'
+        'func_mm_relu = rt_lib["mm_relu"]\nfunc_mm_relu(a_nd, b_nd, c_nd)\n'
+        "np.testing.assert_allclose(np.maximum(a_np @ b_np, 0), c_nd.numpy(), rtol=1e-5)\n"
+        'f_timer = rt_lib.time_evaluator("mm_relu", tvm.cpu())\n'
+        "timing = f_timer(a_nd, b_nd, c_nd)\n"
+        'rt_after = tvm.build(sch.mod, target="llvm")\n',
+    )
+    assert result.success, result.error_in_exec
+    ns = shell.user_ns
+    assert ns["timing"].mean > 0 and len(ns["timing"].results) == 5
+    assert isinstance(ns["rt_lib"].built, Built)  # %mlc_time rt_lib finds the same build
+    assert ns["rt_lib"].imports == [] and "define" in ns["rt_lib"].get_source()
+
+
+def test_course_mode_off_gives_stock_tvm_and_on_restores_the_course(shell):
+    try:
+        shell.run_line_magic("mlc_course", "off")
+        result, _ = _run(shell, "from tvm.script import tir as T")
+        assert isinstance(result.error_in_exec, ImportError)
+        assert "mlc_course" not in shell.user_ns or not shell.input_transformers_post.count(1)
+    finally:
+        shell.run_line_magic("mlc_course", "on")
+    result, _ = _run(shell, "from tvm.script import tir as T")
+    assert result.success
+
+
+def test_mlc_course_shows_the_mode_and_the_last_cell_side_by_side(shell):
+    _run(shell, "import tvm\nx = 1\nlib_fn = tvm.build\n")
+    with capture_output() as captured:
+        shell.run_line_magic("mlc_course", "")
+    shown = captured.outputs[0].data
+    assert "course mode is on" in shown["text/plain"]
+    assert "lib_fn = tvm.build" in shown["text/plain"]
+    assert "lib_fn = mlc_course.build" in shown["text/plain"]
+    assert "as typed" in shown["text/html"] and "as run on TVM 0.27" in shown["text/html"]
+
+
+def test_rerunning_a_split_fails_with_a_short_message_at_the_typed_line(shell):
+    run_listing(shell, "ch2_mm_relu")
+    _run(
+        shell,
+        'import tvm\nsch = tvm.tir.Schedule(MyModule)\ni, j, k = sch.get_loops(sch.get_block("Y", func_name="mm_relu"))',
+    )
+    first, _ = _run(shell, "j0, j1 = sch.split(j, factors=[None, 4])")
+    again, captured = _run(shell, "j0, j1 = sch.split(j, factors=[None, 4])")
+    assert first.success and not again.success
+    text = captured.stdout
+    assert "ValueError: line 1, column 10: The loop no longer exists in the IRModule" in text
+    assert "re-run from the cell that creates sch" in text
+    assert "Traceback" not in text and len(text.splitlines()) < 8
+
+
+def test_a_gpu_array_without_a_gpu_says_so_at_the_users_column(shell):
+    result, captured = _run(
+        shell, "import numpy as np, tvm\nx = tvm.nd.array(np.zeros(4), tvm.cuda(0))"
+    )
+    if shell.user_ns.get("x") is not None:
+        return  # a GPU is present
+    assert "NoGPUError: line 2, column 5: no GPU is present" in captured.stdout
+    assert "x = tvm.nd.array(np.zeros(4), tvm.cuda(0))" in captured.stdout
+
+
+def test_a_gone_spelling_is_refused_with_the_027_replacement(shell):
+    result, captured = _run(shell, "import tvm\nfrom tvm import relay\n")
+    assert isinstance(result.error_before_exec, GoneError)
+    assert "line 2, column 1: from tvm import relay is gone in TVM 0.27" in captured.stdout
+    assert "relax.frontend" in captured.stdout
+
+
+def test_a_syntax_error_is_placed_at_the_column_the_user_typed(shell):
+    result, captured = _run(shell, "x = tvm.nd.array(a) +* 2\n")
+    assert isinstance(result.error_before_exec, TVMScriptError)
+    assert result.error_before_exec.column == len("x = tvm.nd.array(a) +*")
+    assert "x = tvm.nd.array(a) +* 2" in captured.stdout
+
+
+def test_a_python_error_in_a_translated_cell_shows_the_line_as_typed(shell):
+    result, captured = _run(shell, "import tvm\ny = tvm.nd.array(undefined_name)\n")
+    assert isinstance(result.error_in_exec, NameError)
+    assert "tvm.nd.array(undefined_name)" in captured.stdout
+    assert "mlc_course" not in captured.stdout
+
+
+def test_rerunning_cells_that_register_functions_and_intrinsics_replaces_them(shell):
+    cell = (
+        'import tvm\n@tvm.register_func("env.course_add_one")\ndef add_one(x):\n    return x + 1\n'
+    )
+    assert _run(shell, cell)[0].success and _run(shell, cell)[0].success
+    assert tvm_global("env.course_add_one")(1) == 2
+    # the book's section 6.2 intrinsic cell, run twice as a plain cell
+    intrinsic = (
+        "import tvm\nfrom tvm.script import tir as T\n"
+        + listing("ch6_tmm16_intrin")
+        + ('\ntvm.tir.TensorIntrin.register("tmm16", tmm16_desc, tmm16_impl)\n')
+    )
+    for _ in range(2):
+        result, captured = _run(shell, intrinsic)
+        assert result.success, captured.stdout
+
+
+def tvm_global(name: str):
+    from mlc_jupyter.tvm_compat import tvm
+
+    return tvm().get_global_func(name)
+
+
+def test_errors_raised_inside_tvm_in_plain_cells_keep_the_cell_line(shell):
+    run_listing(shell, "ch2_mm_relu")
+    result, captured = _run(
+        shell, 'import tvm\nsch = tvm.tir.Schedule(MyModule)\nsch.get_block("nope")\n'
+    )
+    assert isinstance(result.error_in_exec, Exception)
+    assert "line 3, column 1" in captured.stdout and "nope" in captured.stdout
+    assert isinstance(CellRaised("x", raised="ScheduleError", line=1), Exception)
+    assert np.isfinite(1.0)
