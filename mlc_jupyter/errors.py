@@ -14,8 +14,13 @@ from typing import Any
 _NOISE = ("Traceback", "File ", "#", "^", "-->")
 #: A line that names an exception, as the last line of a Python traceback does.
 _EXCEPTION_LINE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Interrupt)\b:")
-#: The prefix of a failed C++ check (``Check failed: (x == y) is false: reason``).
-_CHECK_FAILED = re.compile(r"^Check failed: .*? : ")
+#: The prefix of a failed C++ check: ``Check failed: (x == y) is false: reason`` (TVM FFI) or
+#: ``Check failed: x == y (3 vs. 4) : reason`` (older TVM logging).
+_CHECK_FAILED = re.compile(r"^Check failed: (?:\(.*\) is false: |.*? : )")
+#: The values a failed comparison saw, ``(5 vs. 3)`` in ``Check failed: a == b (5 vs. 3) : why``.
+_CHECK_VALUES = re.compile(r"^Check failed: [^:]*?\(([^()]* vs\. [^()]*)\) : ")
+#: Labels after which TVM names what failed on the next line (``Offending call:`` then the call).
+_CONTEXT_LABELS = ("Offending call:",)
 
 
 def error_reason(err: BaseException | str, *, limit: int | None = 300) -> str:
@@ -23,8 +28,9 @@ def error_reason(err: BaseException | str, *, limit: int | None = 300) -> str:
 
     TVM puts the reason in different places: a schedule error dumps the whole IR and ends with
     ``Error message: why``; a text that holds a traceback ends with ``SomeError: why``; a C++
-    check starts ``Check failed: (cond) is false: why``; other messages say why on their first
-    line. Every layer that shows an error in one line uses this function, so a better rule here
+    check says ``Check failed: (cond) is false: why``, often under a line that only says who
+    checked; other messages say why on their first line, and name what failed under a label
+    (``Offending call:`` and the call), which is kept. Every layer that shows an error in one line uses this function, so a better rule here
     improves every message. ``limit`` cuts the line (``None``: never).
     """
     text = str(err).strip()
@@ -37,9 +43,15 @@ def error_reason(err: BaseException | str, *, limit: int | None = 300) -> str:
     elif any(line.startswith("Traceback") for line in lines):
         named = [line for line in lines if _EXCEPTION_LINE.match(line)]
         reason = named[-1] if named else lines[-1]
+    elif any(_CHECK_FAILED.match(line) for line in lines):
+        reason = next(line for line in lines if _CHECK_FAILED.match(line))
     else:
         reason = next((line for line in lines if not line.startswith(_NOISE)), lines[0])
-    reason = _CHECK_FAILED.sub("", reason)
+    values = _CHECK_VALUES.match(reason)
+    reason = _CHECK_FAILED.sub("", reason) + (f" ({values.group(1)})" if values else "")
+    for label in _CONTEXT_LABELS:
+        if label in lines[:-1] and label not in reason:
+            reason += f" ({label.rstrip(':').lower()}: {lines[lines.index(label) + 1]})"
     return reason if limit is None else reason[:limit]
 
 

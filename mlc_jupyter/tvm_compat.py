@@ -625,6 +625,8 @@ def compile_checked(mod: Any, target: Any) -> Any:
     _tvm = tvm()
     with _tvm.transform.PassContext(config={"tirx.disable_vectorize": True}):
         return _tvm.compile(mod, target=target, tir_pipeline=bound_checked_pipeline())
+
+
 def register_global_func(name: str, func: Any = None, override: bool = False) -> Any:
     """Register a packed function (``tvm.register_func`` in the course); a decorator without f."""
     return tvm().register_global_func(name, func, override=override)
@@ -667,3 +669,31 @@ def support_module(name: str) -> ModuleType:
 
     tvm()
     return importlib.import_module(f"tvm.support.{name}")
+
+
+@contextlib.contextmanager
+def well_formed_reasons() -> Iterator[list[str]]:
+    """Record why TVMScript finds a Relax module not well-formed; its error says only that it is.
+
+    The parser asks ``relax.analysis.check_well_formed``, the yes/no form of ``well_formed``, which
+    raises with the reason (an operator's validation: the shapes or dtypes that disagree). While
+    this is active the yes/no form is answered by ``well_formed`` and each reason is appended to
+    the yielded list.
+    """
+    analysis = tvm().relax.analysis
+    original = analysis.check_well_formed
+    reasons: list[str] = []
+
+    def check_well_formed(obj: Any, check_ty: bool = True) -> bool:
+        try:
+            analysis.well_formed(obj, check_ty)
+        except Exception as err:  # noqa: BLE001 - the reason is the point
+            reasons.append(str(err))
+            return False
+        return True
+
+    analysis.check_well_formed = check_well_formed
+    try:
+        yield reasons
+    finally:
+        analysis.check_well_formed = original

@@ -40,3 +40,45 @@ def test_other_messages_give_their_first_line_cut_to_the_limit():
 def test_an_empty_message_names_the_exception_type():
     assert error_reason(KeyError()) == "KeyError"
     assert error_reason("") == "unknown error"
+
+
+def test_a_failed_check_under_a_validation_header_gives_the_check_reason():
+    text = (
+        'Operator-specific validation (FValidate) for ir.Op(name="relax.call_tir", ...) '
+        "identified error: \nCheck failed: (IsBaseOf(inferred, explicit)) is false: The `out_ty` "
+        "argument for R.call_tir must be compatible with the PrimFunc."
+    )
+    assert error_reason(text) == (
+        "The `out_ty` argument for R.call_tir must be compatible with the PrimFunc."
+    )
+
+
+def test_a_relax_operator_the_vm_cannot_emit_is_named_with_the_reason():
+    """The book's §7.3 rewrite to R.ewise_fma, built without a lowering for it."""
+    import tvm
+
+    from mlc_jupyter.compilation import build_module
+    from mlc_jupyter.errors import BuildError
+
+    x = tvm.relax.Var("x", tvm.relax.TensorType((3, 4), "float32"))
+    y = tvm.relax.Var("y", tvm.relax.TensorType((3, 4), "float32"))
+    fma = tvm.relax.Call(tvm.ir.Op.get("relax.ewise_fma"), [x, y, y])
+    bb = tvm.relax.BlockBuilder()
+    with bb.function("main", [x, y]):
+        bb.emit_func_output(bb.emit(fma))
+    with pytest.raises(BuildError) as info:
+        build_module(bb.get())
+    message = str(info.value)
+    assert "cannot emit this Relax operator directly" in message  # TVM's reason
+    assert "R.ewise_fma(x, y, y)" in message  # and the operator it is about
+
+
+def test_a_failed_comparison_keeps_the_values_it_saw():
+    text = (
+        "Check failed: input_shape[i] == heap_data[reg] (5 vs. 3) : ErrorContext(fn=main, "
+        "param=y)  match_cast error,  shape[0] mismatch to a previous populated value."
+    )
+    assert error_reason(text) == (
+        "ErrorContext(fn=main, param=y)  match_cast error,  shape[0] mismatch to a previous "
+        "populated value. (5 vs. 3)"
+    )

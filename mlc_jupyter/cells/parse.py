@@ -88,13 +88,16 @@ def parse_script(
         filename,
     )
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        with (
+            warnings.catch_warnings(record=True) as caught,
+            tvm_compat.well_formed_reasons() as why,
+        ):
             warnings.simplefilter("always")
             exec(code, module.__dict__)  # noqa: S102 - running the user's own cell is the point
     except BaseException as err:  # noqa: BLE001 - every failure is reported at its cell line
         if isinstance(err, KeyboardInterrupt):
             raise
-        raise located.from_exception(err, kind) from None
+        raise located.from_exception(err, kind, why) from None
     finally:
         sys.modules.pop(module.__name__, None)
 
@@ -180,12 +183,20 @@ class Locator:
             span=span,
         )
 
-    def from_exception(self, err: BaseException, kind: str) -> CellError:
-        """Locate a failure raised while the cell ran (TVM diagnostics or Python errors)."""
+    def from_exception(
+        self, err: BaseException, kind: str, well_formed: list[str] | None = None
+    ) -> CellError:
+        """Locate a failure raised while the cell ran (TVM diagnostics or Python errors).
+
+        ``well_formed`` holds the reasons TVM gave for a module it found not well-formed (its
+        diagnostic says only that it is not).
+        """
         text = str(err)
         found = LOCATION.search(text)
         if found and found.group("file") == self.filename:
             message = text.split("\n", 1)[0].removeprefix("error: ").strip()
+            if message.startswith(_NOT_WELL_FORMED):
+                message = _not_well_formed(text[: found.start()], well_formed or [])
             tail = text[found.end() :].rstrip().splitlines()
             carets = _CARETS.search(tail[-1]) if tail else None
             span = len(carets.group(0)) if carets else 1
@@ -224,6 +235,18 @@ def _narrow_to_name(
         if found and found.start() < column - 1 + span:
             return found.start() + 1, len(name.group(1))
     return column, span
+
+
+#: How TVMScript's diagnostic for a module that is not well-formed starts.
+_NOT_WELL_FORMED = "Program is not well-formed"
+
+
+def _not_well_formed(text: str, reasons: list[str]) -> str:
+    """``not well-formed: why`` from the reason after ``Traceback:`` (TensorIR) or recorded."""
+    _, _, after = text.partition("Traceback:")
+    why = after.strip() or (reasons[-1] if reasons else "")
+    why = error_reason(why, limit=None).removeprefix("Well-formedness check failed: ")
+    return f"the module is not well-formed: {why}" if why else f"{_NOT_WELL_FORMED}"
 
 
 def _reason(message: str) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import BuildError, CallError, NoGPUError
+from ..errors import BuildError, CallError, NoGPUError, error_reason
 from ..tvm_compat import BOUND_CHECK_MESSAGE, empty, tensor, tensor_type, tvm
 from .bounds import stopped_out_of_bounds
 from .inspect import Signature, missing_symbols
@@ -116,26 +116,23 @@ def relax_vm(built: Any) -> Any:
 
 
 def runtime_function(built: Any, name: str) -> Any:
-    """The packed function to call (through the Relax VM for Relax builds).
+    """The function to call (through the Relax VM for Relax builds).
 
-    For a checked build, a bound check that fails raises :class:`OutOfBoundsError`.
+    A failure inside the kernel or the VM is a :class:`CallError` with TVM's reason (a shape that
+    disagrees with an earlier one, say) instead of a traceback through TVM's runtime; a bound
+    check of a checked build that fails is an :class:`OutOfBoundsError`.
     """
-    if built.relax:
-        func = relax_vm(built)[name]
-    else:
-        func = built.executable.mod[name]
-    if not getattr(built, "checked", False):
-        return func
+    func = relax_vm(built)[name] if built.relax else built.executable.mod[name]
 
-    def checked(*args: Any) -> Any:
+    def call(*args: Any) -> Any:
         try:
             return func(*args)
-        except Exception as err:
-            if BOUND_CHECK_MESSAGE not in str(err):
-                raise
-            raise stopped_out_of_bounds(built.mod, name) from None
+        except Exception as err:  # noqa: BLE001 - TVM raises many types; keep its reason
+            if getattr(built, "checked", False) and BOUND_CHECK_MESSAGE in str(err):
+                raise stopped_out_of_bounds(built.mod, name) from None
+            raise CallError(f"{name} failed at run time: {error_reason(err)}") from None
 
-    return checked
+    return call
 
 
 def _copy_back(values: tuple[Any, ...], tensors: list[Any]) -> None:
