@@ -27,7 +27,8 @@ def test_the_cell_shows_a_stepper_whose_steps_carry_ir_diff_trace_and_loop_tree(
 
     widget = ScheduleStepper(ScheduleSession(mm_relu, STEPS, first_line=2))
     assert len(widget.steps) == 5 and widget.index == 4  # initial module + 4 steps, at the end
-    split = widget.steps[3]
+    widget.index = 3  # the IR and diffs of the step on screen
+    split = {**widget.steps[3], **widget.current}
     assert split["line"] == 4 and split["source"].startswith("j0, j1 = sch.split")
     assert split["changed"] and f'data-line="{split["changed"][0]}"' in split["html"]
     assert "+            for j_0, k, j_1 in T.grid(32, 128, 4):" not in split["unified"]
@@ -98,4 +99,4 @@ def test_python_users_open_a_stepper_on_a_module_without_the_magic(mm_relu):
     widget = mlc_jupyter.ScheduleStepper.of(mm_relu, STEPS, func="mm_relu")
     assert widget.interactive and len(widget.steps) == 5
     assert widget.apply_code("sch.parallel(i)")  # keeps growing from the given steps
-    assert len(widget.steps) == 6 and "T.parallel" in widget.steps[-1]["unified"]
+    assert len(widget.steps) == 6 and "T.parallel" in widget.current["unified"]

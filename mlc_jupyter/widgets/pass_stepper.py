@@ -119,18 +119,18 @@ class PassStepper(Stepper):
     def _sync(self) -> None:
         run = self.run
         initial, counts = run.initial_script, run.initial_op_counts
-        views = [step_view(0, 0, "(initial module)", initial, initial, name="initial module",
-                           unchanged=False, functions=_functions_text(_NoStep, run.initial_mod),
+        views = [step_view(0, 0, "(initial module)", name="initial module", unchanged=False,
+                           functions=_functions_text(_NoStep, run.initial_mod),
                            ops=_ops_text(counts, counts), tir=_tir_names(run.initial_mod))]  # fmt: skip
-        previous, previous_counts = initial, counts
+        previous_counts = counts
         for step in run.steps:
             views.append(step_view(
-                step.index, step.line, step.source, previous, step.script, name=step.name,
-                unchanged=not step.changed, functions=_functions_text(step, step.mod),
+                step.index, step.line, step.source, name=step.name, unchanged=not step.changed,
+                functions=_functions_text(step, step.mod),
                 ops=_ops_text(step.op_counts, previous_counts), tir=_tir_names(step.mod),
             ))  # fmt: skip
-            previous, previous_counts = step.script, step.op_counts
-        self.steps = views
+            previous_counts = step.op_counts
+        self.set_steps(views, [initial, *(step.script for step in run.steps)])
         if run.error is not None:
             self.error, self.error_line = str(run.error), run.error.line
         self.code = ""

@@ -170,6 +170,8 @@ function render({ model, el }) {
     const last = steps.length - 1;
     const index = Math.max(0, Math.min(model.get("index"), last));
     const step = steps[index];
+    const cur = model.get("current");
+    const ready = cur && cur.index === index;  // the IR of a newly chosen step is on its way
     const view = model.get("view");
     const go = (i) => { model.set("index", Math.max(0, Math.min(i, last))); model.save_changes(); };
     const slider = h("input", { type: "range", min: "0", max: String(last), value: String(index),
@@ -193,9 +195,10 @@ function render({ model, el }) {
         step.unchanged ? h("span", { class: "mlc-st-unchanged", "data-testid": "unchanged" }, " — no change") : null)
       : h("div", { class: "mlc-st-source", "data-testid": "source" }, "initial module");
     const code = h("div", { class: "mlc-st-code", "data-testid": "ir" });
-    if (view === "ir") code.innerHTML = step.html;  // highlighted in Python (escaped there)
-    else if (view === "graph") code.append(graphPane(model));
-    else code.append(diffView(step, view));
+    if (view === "graph") code.append(graphPane(model));
+    else if (!ready) code.append(h("pre", {}, "…"));
+    else if (view === "ir") code.innerHTML = cur.html;  // highlighted in Python (escaped there)
+    else code.append(diffView(cur, view));
     const side = h("div", { class: "mlc-st-sidebar" });
     for (const panel of model.get("panels")) {
       side.append(h("div", { class: "mlc-st-h" }, panel.title),
@@ -228,7 +231,7 @@ function render({ model, el }) {
     root.replaceChildren(...parts.filter(Boolean));
   };
   draw();
-  for (const name of ["steps", "index", "view", "error", "status", "blocks", "timings", "code", "can_redo",
+  for (const name of ["steps", "index", "current", "view", "error", "status", "blocks", "timings", "code", "can_redo",
     "graph_svg", "graph_text", "graph_functions"]) {
     model.on(`change:${name}`, draw);
   }

@@ -33,21 +33,25 @@ from ..schedule import (
 _HERE = Path(__file__).parent
 
 
-def step_view(index: int, line: int, source: str, before: str, after: str, **extra: Any) -> dict:
-    """What the front end draws for one step: highlighted IR (changed lines marked) and diffs.
+def step_view(index: int, line: int, source: str, **extra: Any) -> dict:
+    """The light part of a step, kept for every step: where it came from and its side panels.
 
-    ``extra`` holds the stepper's own fields (the side panels' texts, a step's name...).
+    ``extra`` holds the stepper's own fields (the side panels' texts, a step's name...). The
+    highlighted IR and the diffs are computed for the step on screen only (:func:`ir_view`).
     """
+    return {"index": index, "line": line, "source": source, **extra}
+
+
+def ir_view(index: int, before: str, after: str) -> dict:
+    """What the front end draws for the step on screen: highlighted IR (changed lines marked),
+    a unified diff and side-by-side rows against the step before."""
     changed = changed_lines(before, after) if index else []
     return {
         "index": index,
-        "line": line,
-        "source": source,
         "html": highlight_html(after, marked_lines=set(changed), line_numbers=True),
         "changed": changed,
-        "unified": unified_diff(before, after),
+        "unified": unified_diff(before, after) if index else "",
         "side": [list(row) for row in side_by_side(before, after)],
-        **extra,
     }
 
 
@@ -64,6 +68,7 @@ class Stepper(anywidget.AnyWidget):
     title = t.Unicode("").tag(sync=True)
     steps = t.List(t.Dict()).tag(sync=True)
     index = t.Int(0).tag(sync=True)
+    current = t.Dict().tag(sync=True)  # ir_view of the step on screen
     view = t.Unicode("ir").tag(sync=True)
     views = t.List(t.List()).tag(sync=True)
     panels = t.List(t.Dict()).tag(sync=True)
@@ -78,11 +83,25 @@ class Stepper(anywidget.AnyWidget):
         super().__init__(**kwargs)
         self.target, self.title = target, title
         self.views = [["ir", "IR"], ["unified", "unified diff"], ["side", "side by side"]]
+        self.scripts: list[str] = []  # the IR text after each step (0: before the first)
+        self.observe(self._show_current, names=["index"])
         self.on_msg(self._on_message)
 
     def module_at(self, index: int) -> Any:
         """The module after step ``index`` (0: before the first step)."""
         raise NotImplementedError
+
+    def set_steps(self, views: list[dict], scripts: list[str]) -> None:
+        """Show ``views`` (one :func:`step_view` per step) whose IR texts are ``scripts``."""
+        self.scripts = scripts
+        self.steps = views
+        self._show_current()
+
+    def _show_current(self, _change: Any = None) -> None:
+        if not self.scripts:
+            return
+        index = max(0, min(self.index, len(self.scripts) - 1))
+        self.current = ir_view(index, self.scripts[max(0, index - 1)], self.scripts[index])
 
     def static_bundle(self) -> dict[str, str]:
         """HTML + text for a saved notebook or a terminal (where the widget cannot run)."""
@@ -230,14 +249,11 @@ class ScheduleStepper(Stepper):
     def _sync(self) -> None:
         run = self.session.run
         initial = run.initial_script
-        views = [step_view(0, 0, "(initial module)", initial, initial, trace="",
-                           tree=loop_tree_text(initial))]  # fmt: skip
-        previous = initial
+        views = [step_view(0, 0, "(initial module)", trace="", tree=loop_tree_text(initial))]
         for step in run.steps:
-            views.append(step_view(step.index, step.line, step.source, previous, step.script,
+            views.append(step_view(step.index, step.line, step.source,
                                    trace="\n".join(step.trace), tree=loop_tree_text(step.script)))  # fmt: skip
-            previous = step.script
-        self.steps = views
+        self.set_steps(views, [initial, *(step.script for step in run.steps)])
         if run.error is not None:
             self.error, self.error_line = str(run.error), run.error.line
         self.can_redo = bool(self.session.redo_stack)

@@ -42,11 +42,13 @@ def test_each_step_carries_ir_diff_functions_operators_and_folds_a_no_op(stepper
     assert len(stepper.steps) == 6 and stepper.index == 5
     assert [s["name"] for s in stepper.steps][1:] == [
         "LegalizeOps", "AnnotateTIROpPattern", "FuseOps", "FuseTIR", "FuseTIR"]  # fmt: skip
-    fuse_ops = stepper.steps[3]
+    stepper.index = 3  # the IR and diffs of the step on screen
+    fuse_ops = {**stepper.steps[3], **stepper.current}
     assert fuse_ops["functions"].startswith("+ fused_matmul1_add1\n+ fused_matmul_add_relu")
     assert "call fused_matmul_add_relu (+1)" in fuse_ops["ops"]
     assert fuse_ops["changed"] and "fused_matmul_add_relu" in fuse_ops["unified"]
-    assert stepper.steps[5]["unchanged"] and stepper.steps[5]["unified"] == ""
+    stepper.index = 5
+    assert stepper.steps[5]["unchanged"] and stepper.current["unified"] == ""
     assert "fused_matmul_add_relu" in stepper.steps[4]["tir"]
     assert ["graph", "graph"] in stepper.views and stepper.show_list
 
