@@ -40,3 +40,15 @@ def checked_builds() -> bool:
 def set_checked_builds(on: bool) -> None:
     """Switch checked builds on or off for this process (and the kernels it starts)."""
     os.environ["MLC_JUPYTER_CHECKED"] = "1" if on else "0"
+
+
+def build_cache_dir() -> Path:
+    """Where builds are kept between kernel restarts (``<cache>/builds``)."""
+    path = cache_dir() / "builds"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def build_cache_limit_bytes() -> int:
+    """The size the build cache is kept under: ``$MLC_JUPYTER_BUILD_CACHE_MB`` (default 512)."""
+    return int(float(os.environ.get("MLC_JUPYTER_BUILD_CACHE_MB", "512")) * 2**20)

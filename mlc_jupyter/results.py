@@ -185,7 +185,8 @@ class Built:
 
     ``built["mm_relu"](A, B)`` or ``built.mm_relu(A, B)`` with NumPy arrays, PyTorch tensors or
     TVM tensors; passing only the inputs of a destination-passing function returns the outputs.
-    ``cached`` says the build came from the cache, ``build_s`` what the (original) build cost;
+    ``cached`` says the build came from the cache (``from_disk``: the one kept between kernel
+    restarts), ``build_s`` what the (original) build cost;
     ``checked`` that every buffer index is tested at run time.
     """
 
@@ -203,6 +204,7 @@ class Built:
     #: (:class:`~mlc_jupyter.compilation.builder.BuiltRuntime`); results import no service.
     runtime: Any = field(default=None, compare=False, repr=False)
     checked: bool = False
+    from_disk: bool = False
 
     @property
     def functions(self) -> list[str]:

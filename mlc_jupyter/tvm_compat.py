@@ -697,3 +697,30 @@ def well_formed_reasons() -> Iterator[list[str]]:
         yield reasons
     finally:
         analysis.check_well_formed = original
+
+
+# -- builds on disk --------------------------------------------------------------------------------
+
+
+def save_json(obj: Any) -> str:
+    """TVM's JSON of an IR object (what :func:`load_json` reads back)."""
+    return str(tvm().ir.save_json(obj))
+
+
+def load_json(text: str) -> Any:
+    return tvm().ir.load_json(text)
+
+
+def link_shared(output: str, objects: list[str], options: Any = None) -> None:
+    """Link object files into a shared library with TVM's compiler driver (``tvm.contrib.cc``
+    in the course); raises ``RuntimeError`` with the compiler's output when linking fails."""
+    from tvm.support import cc
+
+    cc.create_shared(output, objects, options)
+
+
+def load_executable(path: str, relax: bool) -> Any:
+    """A shared library written by ``export_library``, loaded as what ``tvm.compile`` returns."""
+    _tvm = tvm()
+    module = _tvm.runtime.load_module(path)
+    return _tvm.relax.VMExecutable(module) if relax else _tvm.runtime.Executable(module)

@@ -13,8 +13,6 @@ export const DIAGNOSTIC_ENAMES = new Set([
   'LoopExtentError',
   'ScheduleStepError',
   'PassStepError',
-  'CellRaised',
-  'GoneError',
   'CellError'
 ]);
 

@@ -24,6 +24,7 @@ from ..tvm_compat import (
     structural_hash,
     version,
 )
+from . import disk_cache
 from .bounds import check_bounds
 from .call import bound_function
 from .device_code import device_code_of, failed_kernel_compile
@@ -43,6 +44,7 @@ class BuiltRuntime:
 
     bound_function = staticmethod(bound_function)
     generated_source = staticmethod(generated_source)
+    fresh_build = staticmethod(lambda built: fresh_build(built))
 
 
 _CACHE: dict[str, Built] = {}
@@ -53,19 +55,29 @@ def cache_key(mod: Any, target: Any, checked: bool = False) -> str:
     return f"{structural_hash(mod):x}|{target}|{version()}" + ("|checked" if checked else "")
 
 
-def clear_cache() -> None:
-    """Forget every cached build."""
+def clear_cache(*, disk: bool = True) -> None:
+    """Forget every cached build: in this kernel's memory and, unless ``disk=False``, on disk."""
     _CACHE.clear()
+    if disk:
+        disk_cache.flush()
+        disk_cache.evict(0)
 
 
 def build_module(
-    mod: Any, target: Any = None, *, force: bool = False, checked: bool | None = None
+    mod: Any,
+    target: Any = None,
+    *,
+    force: bool = False,
+    checked: bool | None = None,
+    persist: bool = True,
 ) -> Built:
     """Build ``mod`` (PrimFunc, TensorIR IRModule or Relax module) for ``target``.
 
     ``checked`` makes every buffer index be tested at run time, so a bad index raises
     :class:`~mlc_jupyter.errors.OutOfBoundsError` instead of corrupting memory (``None``: the
     session's setting, :func:`mlc_jupyter.config.checked_builds`; CPU targets only).
+    CPU builds are also kept on disk (:mod:`.disk_cache`, unless ``persist=False``), so the
+    same build in a restarted kernel is a hit (``cached=True``, ``from_disk=True``).
     Returns a :class:`~mlc_jupyter.results.Built` whose functions can be called directly.
     Raises ``OutOfBoundsError`` when TVM proves an index leaves its buffer (nothing is built),
     ``BuildError`` for a GPU kernel with unbound loops and for TVM build failures.
@@ -81,6 +93,11 @@ def build_module(
     if hit is not None and not force and structural_equal(hit.mod, mod):
         return dataclasses.replace(hit, cached=True)
     relax = is_relax(mod)
+    on_disk = persist and target.kind.name == "llvm"
+    if on_disk and not force:
+        found = disk_cache.load(key, mod, relax)
+        if found is not None:
+            return _remember(mod, target, found[0], found[1], relax, key, checked, from_disk=True)
     if is_gpu_target(target) and not relax:
         unbound = unbound_gpu_functions(mod)
         if unbound:
@@ -105,19 +122,45 @@ def build_module(
         if kernel_error is not None:
             raise kernel_error from None
         raise BuildError(f"TVM could not build the module: {error_reason(err)}") from None
+    build_s = time.perf_counter() - start
+    if on_disk:
+        disk_cache.store(key, mod, executable, build_s)
     device_code = device_code_of(executable, target) if target.kind.name == "cuda" else None
+    return _remember(mod, target, executable, build_s, relax, key, checked, device_code=device_code)
+
+
+def _remember(
+    mod: Any,
+    target: Any,
+    executable: Any,
+    build_s: float,
+    relax: bool,
+    key: str,
+    checked: bool,
+    *,
+    device_code: Any = None,
+    from_disk: bool = False,
+) -> Built:
+    """The :class:`Built` for a build (fresh, or loaded from disk), kept in memory too."""
     built = Built(
         mod=mod,
         target=target,
         executable=executable,
         signatures=signatures(mod),
-        build_s=time.perf_counter() - start,
+        build_s=build_s,
         relax=relax,
         extern_symbols=tuple(sorted(extern_symbols(mod))),
         key=key,
         device_code=device_code,
         runtime=BuiltRuntime(),
         checked=checked,
+        from_disk=from_disk,
     )
     _CACHE[key] = built
-    return built
+    return dataclasses.replace(built, cached=True) if from_disk else built
+
+
+def fresh_build(built: Built) -> Built:
+    """``built`` compiled again in this kernel: what a build loaded from disk cannot show (its
+    LLVM IR and assembly) comes from this one; it is not written to disk."""
+    return build_module(built.mod, built.target, force=True, checked=built.checked, persist=False)

@@ -17,6 +17,8 @@ def generated_source(built: Any, kind: str = "tir") -> str:
         raise BuildError(f"unknown source kind {kind!r}", hint="use " + ", ".join(SOURCE_KINDS))
     if kind in ("cuda", "ptx"):
         return _cuda_source(built, kind)
+    if getattr(built, "from_disk", False):
+        built = built.runtime.fresh_build(built)  # a loaded library keeps no LLVM module
     runtime = built.executable.mod
     modules = [runtime, *_imports(runtime)]
     fmt = "ll" if kind == "llvm" else "asm"

@@ -82,7 +82,10 @@ class CourseModule:
 
     def get_source(self, fmt: str = "") -> str:
         """The host code (LLVM IR for a CPU build)."""
-        return str(self.built.executable.mod.inspect_source(fmt))
+        built = self.built
+        if built.from_disk:  # a library loaded from disk keeps no LLVM module: compile again
+            built = built.runtime.fresh_build(built)
+        return str(built.executable.mod.inspect_source(fmt))
 
     def source(self, kind: str = "tir") -> str:
         return generated_source(self.built, kind)

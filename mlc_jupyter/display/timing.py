@@ -110,6 +110,8 @@ def report_bundle(report: TimingReport) -> dict[str, str]:
 
 def built_text(built: Built, name: str = "") -> str:
     how = "cached, built before" if built.cached else f"built in {built.build_s:.2f} s"
+    if getattr(built, "from_disk", False):
+        how = "cached on disk, built before"
     if getattr(built, "checked", False):
         how += ", checked (every buffer index is tested at run time)"
     funcs = "; ".join(

@@ -7,7 +7,7 @@ import statistics
 import time
 from typing import Any
 
-from ..compilation import build_module, describe_target, device_for
+from ..compilation import build_module, describe_target, device_for, wait_for_saved_builds
 from ..compilation.call import prepare, relax_vm, runtime_function, to_device
 from ..errors import MLCError, TimingError, error_reason
 from ..results import Built, Timing
@@ -66,7 +66,11 @@ def _timing(name: str, results: list[float], number: int, flops: float | None, *
 def as_built(obj: Any, target: Any) -> Built:
     """``obj`` as a build: a build, a function of one (``lib.mm``), or a module built now."""
     obj = getattr(obj, "built", obj)
-    return obj if isinstance(obj, Built) else build_module(obj, target)
+    if isinstance(obj, Built):
+        return obj
+    built = build_module(obj, target)
+    wait_for_saved_builds()  # the background link of a new build would share the cores
+    return built
 
 
 def function_name_of(obj: Any, func_name: str | None) -> str | None:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..compilation import build_module, device_for
+from ..compilation import build_module, device_for, wait_for_saved_builds
 from ..compilation.call import prepare, to_device
 from ..errors import MLCError
 from ..measure import time_module
@@ -88,6 +88,7 @@ class KernelSamplers:
 
     def _calibrate(self, mod: Any) -> Sampler:
         built = build_module(mod, self.target)
+        wait_for_saved_builds()  # the background link of a new build would share the cores
         sig = prepare(built, self.name)
         key = repr([(p.shape, p.dtype) for p in sig.params])
         if key not in self._sets:

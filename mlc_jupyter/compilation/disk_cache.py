@@ -1,0 +1,183 @@
+"""Builds on disk, so that the first build after a kernel restart is a cache hit.
+
+An entry is a folder ``<cache>/builds/<digest of the key>/`` holding the shared library, the
+module it was built from (TVM's JSON, to check structural equality on a hit) and ``meta.json``
+(the key and a SHA-256 of each file). It is written in a staging folder and renamed into place
+in one step, so a reader sees a whole entry or none, and two kernels writing the same entry at
+once leave one. An entry whose files do not match their checksums, or that does not load, is
+removed and rebuilt, never loaded. The objects are emitted in the build's thread (TVM's LLVM
+module is not safe to share across threads); linking them runs in the background. The folder is
+kept under a size limit by dropping the least recently used entries.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import os
+import shutil
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from ..config import build_cache_dir, build_cache_limit_bytes
+from ..tvm_compat import link_shared, load_executable, load_json, save_json, structural_equal
+
+_META = "meta.json"
+_MODULE = "module.json"
+#: Staging folders older than this were left by a kernel that died while writing.
+_STALE_S = 3600.0
+#: Format of an entry; a change makes older entries misses.
+_FORMAT = 1
+
+_pending: list[threading.Thread] = []
+_lock = threading.Lock()
+
+
+def _entry(key: str) -> Path:
+    return build_cache_dir() / hashlib.sha256(f"{_FORMAT}|{key}".encode()).hexdigest()[:40]
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def load(key: str, mod: Any, relax: bool) -> tuple[Any, float] | None:
+    """``(executable, original build seconds)`` of the entry for ``key``, or ``None``.
+
+    A damaged entry (a file that does not match its checksum, JSON that does not parse, a
+    library that does not load, another module under the same key) is removed.
+    """
+    entry = _entry(key)
+    meta_path = entry / _META
+    if not meta_path.exists():
+        return None
+    try:
+        meta = json.loads(meta_path.read_text())
+        files = meta["files"]
+        if meta.get("key") != key or any(_digest(entry / f) != d for f, d in files.items()):
+            raise ValueError("checksum")
+        if not structural_equal(load_json((entry / _MODULE).read_text()), mod):
+            return None  # another module under the same hash: build, keep the entry
+        executable = load_executable(str(entry / meta["library"]), relax)
+    except Exception:  # noqa: BLE001 - any damage means: drop it and build again
+        _remove(entry)
+        return None
+    os.utime(meta_path)  # recently used
+    return executable, float(meta.get("build_s", 0.0))
+
+
+def store(key: str, mod: Any, executable: Any, build_s: float) -> None:
+    """Write the entry for ``key``: objects now, the library linked in the background."""
+    root = build_cache_dir()
+    staging = root / f".staging-{uuid.uuid4().hex}"
+    staging.mkdir(parents=True)
+    linked: dict[str, Any] = {}
+
+    def record(output: str, objects: list[str], **options: Any) -> None:
+        linked.update(output=output, objects=list(objects), options=options)
+
+    try:
+        executable.export_library(
+            str(staging / "lib.so"), fcompile=record, workspace_dir=str(staging)
+        )
+        (staging / _MODULE).write_text(save_json(mod))
+    except Exception:  # noqa: BLE001 - a build that cannot be exported stays in memory only
+        shutil.rmtree(staging, ignore_errors=True)
+        return
+    thread = threading.Thread(
+        target=_finish, args=(key, staging, linked, build_s), name="mlc-build-cache", daemon=True
+    )
+    with _lock:
+        _pending[:] = [t for t in _pending if t.is_alive()]
+        _pending.append(thread)
+    thread.start()
+
+
+def _finish(key: str, staging: Path, linked: dict[str, Any], build_s: float) -> None:
+    """Link, checksum, rename into place, then keep the folder under its limit."""
+    try:
+        link_shared(linked["output"], linked["objects"], linked["options"].get("options"))
+        library = staging / "lib.so"
+        name = f"lib-{_digest(library)[:16]}.so"  # a new name per content: dlopen caches by path
+        library.rename(staging / name)
+        for obj in linked["objects"]:
+            Path(obj).unlink(missing_ok=True)
+        files = {n: _digest(staging / n) for n in (name, _MODULE)}
+        meta = {"key": key, "library": name, "files": files, "build_s": build_s,
+                "created": time.time()}  # fmt: skip
+        (staging / _META).write_text(json.dumps(meta))
+        _commit(staging, _entry(key))
+    except Exception:  # noqa: BLE001 - no compiler, full disk: the build stays in memory only
+        shutil.rmtree(staging, ignore_errors=True)
+        return
+    evict(build_cache_limit_bytes())
+
+
+def _commit(staging: Path, entry: Path) -> None:
+    """Rename ``staging`` to ``entry`` in one step; an entry written meanwhile is replaced."""
+    try:
+        staging.rename(entry)
+        return
+    except OSError:
+        pass
+    _remove(entry)
+    try:
+        staging.rename(entry)
+    except OSError:  # another kernel put its copy there first: keep that one
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _remove(entry: Path) -> None:
+    """Take ``entry`` out of use in one step (rename), then delete it."""
+    trash = entry.with_name(f".trash-{uuid.uuid4().hex}")
+    try:
+        entry.rename(trash)
+    except OSError:
+        return
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def _size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def evict(limit_bytes: int) -> None:
+    """Drop the least recently used entries until the folder holds at most ``limit_bytes``;
+    also staging folders left by a kernel that died while writing."""
+    root = build_cache_dir()
+    entries = []
+    for path in root.iterdir():
+        try:
+            if path.name.startswith(".staging-"):
+                if time.time() - path.stat().st_mtime > _STALE_S:
+                    shutil.rmtree(path, ignore_errors=True)
+                continue
+            if path.name.startswith(".trash-"):
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            used = (path / _META).stat().st_mtime if (path / _META).exists() else 0.0
+            entries.append((used, _size(path), path))
+        except OSError:  # removed by another kernel meanwhile
+            continue
+    total = sum(size for _, size, _ in entries)
+    for _, size, path in sorted(entries):
+        if total <= limit_bytes:
+            break
+        _remove(path)
+        total -= size
+
+
+def flush(timeout_s: float | None = None) -> None:
+    """Wait until every entry written so far is on disk (tests; a kernel's orderly exit)."""
+    with _lock:
+        threads = list(_pending)
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    for thread in threads:
+        thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+
+atexit.register(flush, 10.0)

@@ -1,0 +1,136 @@
+"""Builds survive a kernel restart: kept on disk, bounded, safe with two writers, never loaded
+damaged."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from build_support import LISTINGS
+from kernel_support import REPO, Kernel
+
+MM_RELU = (LISTINGS / "ch2_mm_relu.py").read_text()
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """An empty cache folder for this test, and no build of this process in memory."""
+    from mlc_jupyter.compilation import clear_cache
+
+    monkeypatch.setenv("MLC_JUPYTER_CACHE", str(tmp_path))
+    clear_cache()
+    yield tmp_path / "builds"
+    clear_cache()
+
+
+def entries(builds: Path) -> list[Path]:
+    return sorted(p for p in builds.iterdir() if not p.name.startswith("."))
+
+
+def mm_relu(j: int = 0):
+    """The book's mm_relu; ``j`` > 0 gives a distinct module (C gets +j), so a distinct entry."""
+    from mlc_jupyter.cells import parse_script
+
+    source = MM_RELU if not j else MM_RELU.replace("T.float32(0))", f"T.float32({j}))")
+    return parse_script(source, kind="tir").objects["MyModule"]
+
+
+@pytest.mark.slow
+def test_the_first_build_after_a_kernel_restart_is_a_cache_hit(tmp_path):
+    kernel = Kernel(tmp_path)
+    cell = "%%tir --quiet\n" + MM_RELU
+    try:
+        for attempt in ("built in", "cached on disk, built before"):
+            kernel.run("%load_ext mlc_jupyter")
+            assert kernel.run(cell)[1] is None
+            out, error = kernel.run("%mlc_build MyModule")
+            assert error is None and f"MyModule_lib: {attempt}" in out
+            check = "import numpy as np; a = np.ones((128, 128), 'float32'); "
+            out, error = kernel.run(check + "print(float(MyModule_lib.mm_relu(a, a)[5, 7]))")
+            assert (error, out.strip()) == (None, "128.0")
+            kernel.restart()
+    finally:
+        kernel.shutdown()
+
+
+def test_a_damaged_entry_is_rebuilt_not_loaded(cache):
+    from mlc_jupyter.compilation import build_module, clear_cache, wait_for_saved_builds
+
+    build_module(mm_relu())
+    wait_for_saved_builds()
+    (entry,) = entries(cache)
+    library = next(entry.glob("*.so"))
+    data = bytearray(library.read_bytes())
+    data[len(data) // 2 :] = bytes(len(data) - len(data) // 2)  # half the code zeroed
+    library.write_bytes(bytes(data))
+    clear_cache(disk=False)  # as after a restart
+    built = build_module(mm_relu())
+    assert not built.cached and not built.from_disk
+    wait_for_saved_builds()
+    clear_cache(disk=False)
+    again = build_module(mm_relu())
+    assert again.from_disk  # the entry was written again, whole
+    a = np.ones((128, 128), "float32")
+    np.testing.assert_allclose(again.mm_relu(a, a), 128.0)
+
+
+def test_the_cache_folder_stays_under_its_limit_dropping_the_least_recently_used(
+    cache, monkeypatch
+):
+    from mlc_jupyter.compilation import build_module, clear_cache, wait_for_saved_builds
+
+    build_module(mm_relu(1))
+    wait_for_saved_builds()
+    (first,) = entries(cache)
+    size = sum(f.stat().st_size for f in first.rglob("*") if f.is_file())
+    monkeypatch.setenv("MLC_JUPYTER_BUILD_CACHE_MB", str(2.5 * size / 2**20))
+    for j in (2, 3, 4):
+        build_module(mm_relu(j))
+        wait_for_saved_builds()
+    kept = entries(cache)
+    assert len(kept) == 2 and first not in kept
+    clear_cache(disk=False)
+    assert build_module(mm_relu(4)).from_disk and not build_module(mm_relu(1)).from_disk
+
+
+def test_two_kernels_writing_the_same_build_at_once_leave_one_whole_entry(tmp_path):
+    script = textwrap.dedent(
+        f"""
+        import sys, time
+        import numpy as np
+        sys.path.insert(0, {str(REPO / "tests")!r})
+        from build_support import LISTINGS
+        from mlc_jupyter.cells import parse_script
+        from mlc_jupyter.compilation import build_module
+        mod = parse_script((LISTINGS / "ch2_mm_relu.py").read_text(), kind="tir").value
+        while time.time() < float(sys.argv[1]):
+            time.sleep(0.001)
+        built = build_module(mod, force=len(sys.argv) > 2)
+        a = np.ones((128, 128), "float32")
+        print(built.from_disk, float(built.mm_relu(a, a)[3, 4]))
+        """
+    )
+    env = {**os.environ, "MLC_JUPYTER_CACHE": str(tmp_path), "PYTHONPATH": str(REPO)}
+    import time
+
+    start = str(time.time() + 8)  # both wait until then, after importing TVM
+    runs = [  # both build (as with --force) and write the same entry
+        subprocess.Popen(
+            [sys.executable, "-c", script, start, "force"], env=env, stdout=subprocess.PIPE
+        )
+        for _ in range(2)
+    ]
+    outputs = [run.communicate(timeout=300)[0].decode().split() for run in runs]
+    assert all(run.returncode == 0 for run in runs)
+    assert outputs == [["False", "128.0"], ["False", "128.0"]]
+    builds = tmp_path / "builds"
+    assert len(entries(builds)) == 1 and not list(builds.glob(".staging-*"))
+    third = subprocess.run(
+        [sys.executable, "-c", script, "0"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert third.stdout.split() == ["True", "128.0"]
