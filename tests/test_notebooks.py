@@ -120,6 +120,7 @@ def test_quickstart_notebook_writes_shows_builds_and_checks_mm_relu_in_a_real_ke
     table = _table_with(nb, "MyModule_lib")
     _assert_checked_and_timed(table, "MyModule_lib")
     assert float(table["MyModule_lib"]["gflops"]) > 0
+    assert "course cell: mm_relu after split + reorder" in streams  # a plain course cell ran
 
 
 @pytest.mark.slow

@@ -13,6 +13,8 @@ export const DIAGNOSTIC_ENAMES = new Set([
   'LoopExtentError',
   'ScheduleStepError',
   'PassStepError',
+  'CellRaised',
+  'GoneError',
   'CellError'
 ]);
 

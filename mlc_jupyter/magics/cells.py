@@ -10,8 +10,11 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from ..cells import parse_script
+from ..display.graph import GraphView
 from ..display.ir import ir_bundle, register_formatters
+from ..graph import relax_function_names
 from ..results import ParsedCell
+from ..tvm_compat import IRModule, relax_function_type
 
 
 def _bind(shell: Any, parsed: ParsedCell, rename: str | None) -> tuple[str, Any]:
@@ -57,16 +60,15 @@ class CellMagics(Magics):
 
     @staticmethod
     def _graphs(objects: dict[str, Any]) -> None:
-        """Show the dataflow graph of every Relax module or function the cell defined."""
-        from ..display.graph import GraphView
-        from ..graph import relax_function_names
-        from ..tvm_compat import IRModule, relax_function_type
-
+        """Show the dataflow graph of every Relax function the cell defined (fused sub-functions
+        marked ``Primitive`` are drawn inside their callers)."""
         for obj in objects.values():
-            if isinstance(obj, relax_function_type()) or (
-                isinstance(obj, IRModule()) and relax_function_names(obj)
-            ):
+            if isinstance(obj, relax_function_type()):
                 display(GraphView(obj))
+            elif isinstance(obj, IRModule()):
+                for name in relax_function_names(obj):
+                    if "Primitive" not in (obj[name].attrs or {}):
+                        display(GraphView(obj, name))
 
     @magic_arguments()
     @argument("name", nargs="?", default=None, help="bind the (single) definition under this name")

@@ -1,11 +1,12 @@
 # Book §7.4 `create_model`: the FashionMNIST MLP from high-level operators with a BlockBuilder.
-# Repairs: `relax.TensorStructInfo` -> `relax.TensorType` (TVM 0.27's name). `mlp_params` is
-# defined by the caller (synthetic weights: the real ones need a download).
+# As printed (the course spelling `relax.TensorStructInfo` is translated by course mode and the
+# pass stepper). `mlp_params` is defined by the caller (synthetic weights: the real ones need a
+# download).
 # ruff: noqa
 # fmt: off
 def create_model():
     bb = relax.BlockBuilder()
-    x = relax.Var("x", relax.TensorType((1, 784), "float32"))
+    x = relax.Var("x", relax.TensorStructInfo((1, 784), "float32"))
     w0 = relax.const(mlp_params["w0"], "float32")
     b0 = relax.const(mlp_params["b0"], "float32")
     w1 = relax.const(mlp_params["w1"], "float32")

@@ -1,7 +1,7 @@
 # Book §7.4 "Fuse Linear and ReLU": MatmulAddFusor and its module_pass wrapper, then the pass
-# applied to MLPModel. Repairs: page-break indentation; `↪`-wrapped lines joined;
-# `relax.TensorStructInfo(x.struct_info.shape, x.struct_info.dtype)` -> `relax.TensorType(x.ty.shape,
-# x.ty.dtype)` (TVM 0.27's names); the book's `builder_.add_func` -> `self.builder_.add_func`.
+# applied to MLPModel. Repairs: page-break indentation; `↪`-wrapped lines joined; the book's
+# `builder_.add_func` -> `self.builder_.add_func`. The course spelling (`relax.TensorStructInfo`,
+# `x.struct_info`) is translated by course mode and the pass stepper.
 # ruff: noqa
 # fmt: off
 @relax.expr_functor.mutator
@@ -51,9 +51,9 @@ class MatmulAddFusor(relax.PyExprMutator):
         b = call.args[1]
 
         # construct a new fused primitive function
-        param_x = relax.Var("x", relax.TensorType(x.ty.shape, x.ty.dtype))
-        param_w = relax.Var("w", relax.TensorType(w.ty.shape, w.ty.dtype))
-        param_b = relax.Var("b", relax.TensorType(b.ty.shape, b.ty.dtype))
+        param_x = relax.Var("x", relax.TensorStructInfo(x.struct_info.shape, x.struct_info.dtype))
+        param_w = relax.Var("w", relax.TensorStructInfo(w.struct_info.shape, w.struct_info.dtype))
+        param_b = relax.Var("b", relax.TensorStructInfo(b.struct_info.shape, b.struct_info.dtype))
 
         bb = relax.BlockBuilder()
 

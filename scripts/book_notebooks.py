@@ -1,0 +1,449 @@
+"""Generate one notebook per chapter of the English MLC book, holding every code cell verbatim.
+
+Usage: ``python scripts/book_notebooks.py [--book PATH] [--out notebooks/book] [--check]``
+
+The book (``../shared/course/003_0efb66a8e9a300ba.txt``, a text extraction of the PDF) puts code
+cells, their printed outputs and the listings it only shows in the same ``````` fences. Which is
+which is the book's own markup (its sources mark runnable cells ``{.python .input}`` and listings
+``python``): :data:`KINDS` records it, one letter per fence, and the script stops if the book's
+fences no longer line up with it. The PDF extraction also broke the text's layout, and only the
+layout is repaired (:func:`repair`): a cell split by a page break is joined again and its lost
+indentation restored, and a line the PDF wrapped (``↪``, ``→``, a trailing ``_``) is joined.
+Nothing else changes in a code cell, except cells that download data (FashionMNIST, the MLP
+weights), which are replaced by a marked cell that makes arrays of the same shapes and dtypes.
+
+Cells the book runs to show an error, exercises left to the reader and cells that need a GPU are
+tagged ``raises-exception`` (nbclient then runs on) with the reason in ``metadata.mlc_book``.
+``--check`` exits 1 when the notebooks in ``--out`` differ from what the book gives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+#: The book, in the ``shared/`` folder beside the checkout (or beside the worktrees' folder).
+BOOK = next(
+    (
+        p / "shared" / "course" / "003_0efb66a8e9a300ba.txt"
+        for p in (REPO.parent, REPO.parent.parent)
+        if (p / "shared" / "course" / "003_0efb66a8e9a300ba.txt").is_file()
+    ),
+    REPO.parent / "shared" / "course" / "003_0efb66a8e9a300ba.txt",
+)
+OUT = REPO / "notebooks" / "book"
+
+#: (notebook, title, first line, heading of the next chapter) in the book's text.
+CHAPTERS = (
+    ("ch2_tensor_program", "2 | Tensor Program Abstraction", "3 | End to End Model Execution"),
+    ("ch3_end_to_end", "3 | End to End Model Execution", "4 | Automatic Program Optimization"),
+    ("ch4_auto_optimization", "4 | Automatic Program Optimization",
+     "5 | Integration with Machine Learning Frameworks"),
+    ("ch5_integration", "5 | Integration with Machine Learning Frameworks",
+     "6 | GPU and Hardware Acceleration"),
+    ("ch6_1_gpu", "6 | GPU and Hardware Acceleration", "6.2 Part 2"),
+    ("ch6_2_hardware", "6.2 Part 2", "7 | Computational Graph Optimization"),
+    ("ch7_graph_optimization", "7 | Computational Graph Optimization", None),
+)  # fmt: skip
+
+#: One letter per fence of each chapter, after page-break halves are joined (the book's sources
+#: mark runnable cells ``{.python .input}``; listings, outputs and exercise templates are not run):
+#: c = code cell, o = printed output, m = a listing the book shows but does not run, s = a shell
+#: command for the reader, x = an exercise template left to the reader (TODOs),
+#: d = a cell that downloads data (replaced, see :data:`SUBSTITUTES`).
+KINDS = {
+    "ch2_tensor_program": (
+        "mmscccccmmmmmmmmmmcmcococccccccccccccocccocccocmccccococccoxccoxccxcxxx"
+    ),
+    "ch3_end_to_end": (
+        "cdocdccoccmmmcmmcmmccoccccocmcccccc"
+    ),
+    "ch4_auto_optimization": (
+        "cccccocccococcmmccococococccoccoccoccoooooooooooocccocoooooococcdocodccccococcooooooccoco"
+    ),
+    "ch5_integration": (
+        "cccccococcccccccccccomcocommmmmccocccdocdccccccoc"
+    ),
+    "ch6_1_gpu": (
+        "sccccccccccccccccc"
+    ),
+    "ch6_2_hardware": (
+        "cccccmccccccccccc"
+    ),
+    "ch7_graph_optimization": (
+        "ccccococococmcoccococcccccccdcc"
+    ),
+}
+
+
+@dataclass
+class Fence:
+    """A fenced block of the book: its first line number and text, joined across page breaks."""
+
+    line: int
+    parts: list[list[str]]
+    prose_before: str
+    kind: str = ""
+    text: str = ""
+    repairs: list[str] = field(default_factory=list)
+
+
+def read_fences(lines: list[str], start: int, end: int) -> list[Fence]:
+    """The fences between line indexes ``start`` and ``end``, page-break halves joined."""
+    fences: list[Fence] = []
+    i, prose_start = start, start
+    while i < end:
+        if not lines[i].startswith("```"):
+            i += 1
+            continue
+        j = i + 1
+        while not lines[j].startswith("```"):
+            j += 1
+        prose = "\n".join(lines[prose_start:i])
+        body = lines[i + 1 : j]
+        continued = bool(fences) and (
+            prose.strip() == _CONTINUES or fences[-1].parts[-1][-1:] == ["<continues>"]
+        )
+        if body and body[-1].strip() == _CONTINUES:  # the marker inside the fence
+            body = [*body[:-1], "<continues>"]
+        if continued:
+            fences[-1].parts[-1] = [x for x in fences[-1].parts[-1] if x != "<continues>"]
+            fences[-1].parts.append(body)
+        else:
+            fences.append(Fence(i + 1, [body], prose))
+        i = prose_start = j + 1
+    return fences
+
+
+_CONTINUES = "(continues on next page)"
+#: A line the PDF wrapped: the rest starts with one of these marks on the next line.
+_WRAP_MARK = re.compile(r"^\s*(?:↪|˓→|→|↵|↴|\$\\hookrightarrow\$)\s?")
+#: A wrapped line may end with a visible-space mark ``_`` (after punctuation) or ``↴``.
+_WRAP_END = re.compile(r"(?<=[,(=+\-*/\[\s\"'])_$|\s*↴$")
+
+
+def _unwrap(lines: list[str]) -> list[str]:
+    """Join the lines the PDF wrapped; drop blank lines at both ends."""
+    out: list[str] = []
+    for line in lines:
+        if out and _WRAP_MARK.match(line):
+            rest = _WRAP_MARK.sub("", line, count=1)
+            head = _WRAP_END.sub(" ", out[-1]) if _WRAP_END.search(out[-1]) else out[-1]
+            out[-1] = head.rstrip() + (" " if head.endswith(" ") else "") + rest.lstrip()
+        else:
+            out.append(line.rstrip())
+    while out and not out[0].strip():
+        out.pop(0)
+    while out and not out[-1].strip():
+        out.pop()
+    return out
+
+
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except SyntaxError:
+        return False
+    return True
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _groups(lines: list[str]) -> list[list[str]]:
+    groups: list[list[str]] = [[]]
+    for line in lines:
+        if not line.strip() and groups[-1]:
+            groups.append([])
+        groups[-1].append(line)
+    return [g for g in groups if g]
+
+
+def _candidates(previous: list[str]) -> list[int]:
+    """Indentations to try for text that follows ``previous``: continue its block first."""
+    code = [x for x in previous if x.strip() and not x.strip().startswith("#")]
+    last = code[-1] if code else ""
+    here = _indent(last)
+    if last.rstrip().endswith(":"):
+        first = [here + 4]
+    else:
+        first = [here]
+    return list(dict.fromkeys([*first, *range(here, -1, -4), *range(here + 4, 25, 4)]))
+
+
+def join_pages(parts: list[list[str]], indents: list[int] | None = None) -> tuple[str, bool]:
+    """Join page-break halves; restore the indentation the PDF dropped from each half.
+
+    Each blank-line separated group of a later half is shifted by the indentation that makes the
+    whole parse, trying "continue the previous block" first for the group that continues the page
+    and "top level" first for the groups after it; ``indents`` gives the shifts
+    instead (one per group of the later halves) where the book's layout is not recoverable.
+    Returns the text and whether it parses.
+    """
+    lines = _unwrap(parts[0])
+    given = list(indents or [])
+    for part in parts[1:]:
+        part = _unwrap(part)
+        base = min((_indent(x) for x in part if x.strip()), default=0)
+        part = [x[base:] if x.strip() else "" for x in part]
+        for number, group in enumerate(_groups(part)):
+            # a later group (after a blank line) most often starts a new top-level statement
+            tried = _candidates(lines) if number == 0 else list(range(0, 25, 4))
+            shifts = [given.pop(0)] if given else tried
+            chosen = shifts[0]
+            for shift in shifts:
+                trial = [*lines, *[" " * shift + x if x.strip() else "" for x in group]]
+                if _parses(_close("\n".join(trial))):
+                    chosen = shift
+                    break
+            lines += [" " * chosen + x if x.strip() else "" for x in group]
+    text = "\n".join(lines)
+    return text, _parses(text)
+
+
+def _close(text: str) -> str:
+    """``text`` with a body added after a trailing ``:`` line, to test a prefix for syntax."""
+    last = [x for x in text.splitlines() if x.strip()]
+    if last and last[-1].rstrip().endswith(":"):
+        return text + "\n" + " " * (_indent(last[-1]) + 4) + "pass"
+    return text
+
+
+_FASHION_MNIST = '''# mlc-book: SUBSTITUTED. The book downloads FashionMNIST with torchvision here; without network
+# (and torchvision) this cell makes the same arrays: a 1x28x28 float32 image in [0, 1) and its label.
+import numpy as np
+import torch
+
+class_names = ['T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat',
+               'Sandal', 'Shirt', 'Sneaker', 'Bag', 'Ankle boot']
+img = np.random.default_rng(0).random((1, 28, 28), dtype=np.float32)
+label = np.array([7])'''
+
+_MLP_WEIGHTS = '''# mlc-book: SUBSTITUTED. The book downloads the trained MLP weights with wget here; this cell writes
+# fashionmnist_mlp_params.pkl with random float32 weights of the same shapes (so the predicted
+# class is not the book's; every check between implementations still holds).
+import pickle
+
+import numpy as np
+
+_rng = np.random.default_rng(1)
+with open("fashionmnist_mlp_params.pkl", "wb") as _file:
+    pickle.dump({
+        "w0": (_rng.standard_normal((128, 784)) * 0.05).astype("float32"),
+        "b0": _rng.standard_normal(128).astype("float32"),
+        "w1": (_rng.standard_normal((10, 128)) * 0.1).astype("float32"),
+        "b1": _rng.standard_normal(10).astype("float32"),
+    }, _file)'''
+
+#: What replaces a ``d`` fence, by the first word of its download.
+SUBSTITUTES = {"torchvision": _FASHION_MNIST, "wget": _MLP_WEIGHTS}
+
+#: Edits a code cell needs beyond layout, each with its reason: (notebook, fence line, old, new).
+ERRATA: tuple[tuple[str, int, str, str, str], ...] = (
+    ("ch2_tensor_program", 676, "\nnumpy_mm_relu_v2(a_np", "\nlnumpy_mm_relu_v2(a_np",
+     "book typo: the cell defines lnumpy_mm_relu_v2 and calls numpy_mm_relu_v2"),
+    ("ch2_tensor_program", 779,
+     "        # C\n        for j1 in range(4):\n            j = j0 * 4 + j1\n"
+     "            C[i, j] = max(Y[i, j], 0)",
+     "            # C\n            for j1 in range(4):\n                j = j0 * 4 + j1\n"
+     "                C[i, j] = max(Y[i, j], 0)",
+     "book bug: the C loop is printed outside the j0 loop, so the check fails"),
+    ("ch2_tensor_program", 1065, "\n    rt_lib = tvm.build(MyAdd, target=\"llvm\")\n    a_tvm = tvm.nd.array(a)\n"
+     "    b_tvm = tvm.nd.array(b)\n    c_tvm = tvm.nd.array(np.empty((4, 4), dtype=np.int64))\n"
+     "    rt_lib[\"add\"](a_tvm, b_tvm, c_tvm)\n    np.testing",
+     "\nrt_lib = tvm.build(MyAdd, target=\"llvm\")\na_tvm = tvm.nd.array(a)\n"
+     "b_tvm = tvm.nd.array(b)\nc_tvm = tvm.nd.array(np.empty((4, 4), dtype=np.int64))\n"
+     "rt_lib[\"add\"](a_tvm, b_tvm, c_tvm)\nnp.testing",
+     "book bug: the lines that build and check MyAdd are printed inside the class body"),
+    ("ch6_2_hardware", 4866, "temp.repath(", "temp.relpath(",
+     "book typo: TVM's tempdir has relpath, not repath"),
+    ("ch6_2_hardware", 4895, "<!-- todo -->\n<!-- For CI, do not run this part of the code -->\n",
+     "", "the book's page markup (two HTML comments) leaked into the cell"),
+)  # fmt: skip
+
+#: Indentation of each blank-line separated group after a page break, where trying shifts in
+#: order ("continue the previous block" first) would pick a layout that parses but is wrong.
+INDENTS: dict[tuple[str, int], list[int]] = {
+    ("ch2_tensor_program", 622): [4, 4],
+    ("ch2_tensor_program", 676): [4, 0],
+}
+
+#: Cells the book runs to show an error, or that cannot run as printed: (notebook, fence line).
+EXPECTED_ERRORS: dict[tuple[str, int], str] = {}
+
+#: Cells that run a kernel on a CUDA GPU: without one they must fail with the "no GPU" message.
+GPU_CELLS: set[tuple[str, int]] = set()
+
+
+def classify(name: str, fences: list[Fence]) -> None:
+    """Give each fence its kind from :data:`KINDS`; stop if the book no longer matches."""
+    kinds = KINDS[name]
+    if len(kinds) != len(fences):
+        raise SystemExit(
+            f"{name}: the book has {len(fences)} fences, KINDS lists {len(kinds)}; "
+            "the book changed: update KINDS"
+        )
+    for fence, kind in zip(fences, kinds, strict=True):
+        fence.kind = kind
+
+
+def cell_text(name: str, fence: Fence) -> str:
+    """The text a code cell holds: the book's, its layout repaired, errata applied."""
+    text, _ = join_pages(fence.parts, INDENTS.get((name, fence.line)))
+    for book, line, old, new, why in ERRATA:
+        if book == name and line == fence.line:
+            if old not in text:
+                raise SystemExit(f"{name}:{line}: erratum text not found: {old!r}")
+            text = text.replace(old, new)
+            fence.repairs.append(why)
+    return text
+
+
+def chapter_notebook(name: str, title: str, fences: list[Fence]) -> dict:
+    """The notebook of one chapter (nbformat 4, as a plain dict)."""
+    cells = [
+        _markdown(
+            f"# {title}\n\nEvery code cell of this chapter of the English MLC book, in order, as "
+            "the book prints it (the PDF's page breaks and wrapped lines joined again). Generated by "
+            "`scripts/book_notebooks.py`; do not edit by hand. Listings the book only shows, and "
+            "what its cells printed, are kept as text."
+        ),
+        _code("%load_ext mlc_jupyter", {"kind": "setup"}),
+    ]
+    for fence in fences:
+        meta: dict = {"fence_line": fence.line}
+        if fence.kind == "c":
+            text = cell_text(name, fence)
+            meta["kind"] = "code"
+            if fence.repairs:
+                meta["edits"] = fence.repairs
+            tags = []
+            if (name, fence.line) in EXPECTED_ERRORS:
+                meta["expected_error"] = EXPECTED_ERRORS[(name, fence.line)]
+                tags.append("raises-exception")
+            if (name, fence.line) in GPU_CELLS:
+                meta["gpu"] = True
+                tags.append("raises-exception")
+            cells.append(_code(text, meta, sorted(set(tags))))
+        elif fence.kind == "d":
+            original = "\n".join(_unwrap(sum(fence.parts, [])))
+            key = "torchvision" if "torchvision" in original else "wget"
+            meta.update(kind="substituted", book_text=original)
+            cells.append(_code(SUBSTITUTES[key], meta))
+        else:
+            text = "\n".join(_unwrap(sum(fence.parts, [])))
+            label = {
+                "o": "The book's output:",
+                "m": "Listing (shown by the book, not run):",
+                "s": "Shell command (for the reader's machine, not run):",
+                "x": "Exercise template (left to the reader, not run):",
+            }[fence.kind]
+            cells.append(_markdown(f"{label}\n\n```\n{text}\n```", meta))
+    return {
+        "cells": cells,
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def _code(text: str, meta: dict, tags: list[str] | None = None) -> dict:
+    metadata = {"mlc_book": meta}
+    if tags:
+        metadata["tags"] = tags
+    return {
+        "cell_type": "code",
+        "execution_count": None,
+        "id": _cell_id(meta, text),
+        "metadata": metadata,
+        "outputs": [],
+        "source": text,
+    }
+
+
+def _markdown(text: str, meta: dict | None = None) -> dict:
+    return {
+        "cell_type": "markdown",
+        "id": _cell_id(meta or {}, text),
+        "metadata": {"mlc_book": meta} if meta else {},
+        "source": text,
+    }
+
+
+def _cell_id(meta: dict, text: str) -> str:
+    import hashlib
+
+    key = f"{meta.get('fence_line', '')}|{meta.get('kind', '')}|{text}"
+    return hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:12]
+
+
+def build_all(book: Path) -> dict[str, dict]:
+    """Every chapter's notebook, by file stem."""
+    lines = book.read_text().split("\n")
+    starts = {title: lines.index(title) for _, title, _ in CHAPTERS}
+    notebooks = {}
+    for name, title, following in CHAPTERS:
+        end = lines.index(following) if following else len(lines)
+        fences = read_fences(lines, starts[title] + 1, end)
+        classify(name, fences)
+        notebooks[name] = chapter_notebook(name, title, fences)
+    return notebooks
+
+
+def census(notebooks: dict[str, dict]) -> dict[str, int]:
+    """How many of the book's code cells are verbatim, edited, substituted, GPU-only."""
+    counts = {"code cells": 0, "verbatim": 0, "edited": 0, "substituted": 0, "gpu": 0,
+              "expected error": 0}  # fmt: skip
+    for nb in notebooks.values():
+        for cell in nb["cells"]:
+            meta = cell["metadata"].get("mlc_book", {})
+            if meta.get("kind") not in ("code", "substituted"):
+                continue
+            counts["code cells"] += 1
+            if meta["kind"] == "substituted":
+                counts["substituted"] += 1
+            elif meta.get("edits"):
+                counts["edited"] += 1
+            else:
+                counts["verbatim"] += 1
+            counts["gpu"] += bool(meta.get("gpu"))
+            counts["expected error"] += "expected_error" in meta
+    return counts
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--book", type=Path, default=BOOK)
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--check", action="store_true", help="compare, do not write")
+    args = parser.parse_args()
+    notebooks = build_all(args.book)
+    stale = []
+    for name, nb in notebooks.items():
+        path = args.out / f"{name}.ipynb"
+        text = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+        if args.check:
+            if not path.exists() or path.read_text() != text:
+                stale.append(path.name)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    print(json.dumps(census(notebooks)))
+    if stale:
+        print(f"out of date: {', '.join(stale)} (run python scripts/book_notebooks.py)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

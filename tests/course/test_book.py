@@ -1,0 +1,89 @@
+"""The MLC book is the test: its chapters, generated as notebooks, run as written in a real kernel.
+
+``scripts/book_notebooks.py`` turns the English book into ``notebooks/book/*.ipynb`` (every code
+cell verbatim, page layout repaired, downloads substituted, each edit recorded in the cell's
+``metadata.mlc_book``). Chapters are run here with nbclient in a fresh kernel, in a temporary
+working directory (the book writes files such as its weights pickle and tuning logs).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BOOK_NOTEBOOKS = REPO / "notebooks" / "book"
+GENERATOR = REPO / "scripts" / "book_notebooks.py"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _book_present() -> bool:
+    sys.path.insert(0, str(GENERATOR.parent))
+    try:
+        import book_notebooks
+    finally:
+        sys.path.pop(0)
+    return book_notebooks.BOOK.is_file()
+
+
+def test_the_book_notebooks_are_what_the_generator_makes_of_the_book():
+    if not _book_present():
+        pytest.skip("the English MLC book (shared/course) is not beside this checkout")
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "--check"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _execute(name: str):
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(BOOK_NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    client = NotebookClient(
+        nb,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": tempfile.mkdtemp(prefix="mlc-book-")}},
+    )
+    client.execute()  # a failing cell not tagged raises-exception stops the run here
+    return nb
+
+
+def _book_cells(nb):
+    return [c for c in nb.cells if c.metadata.get("mlc_book", {}).get("kind") == "code"]
+
+
+def _stream(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+
+def _errors(nb) -> list[tuple[int, str, str]]:
+    return [
+        (c.metadata["mlc_book"].get("fence_line"), o.ename, ANSI.sub("", "\n".join(o.traceback)))
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.output_type == "error"
+    ]
+
+
+@pytest.mark.slow
+def test_chapter_2_runs_as_written_and_its_checks_and_speedups_hold():
+    nb = _execute("ch2_tensor_program")
+    assert _errors(nb) == []
+    cells = _book_cells(nb)
+    # every cell ran, the book's own np.testing.assert_allclose checks among them
+    assert all(c.execution_count for c in cells)
+    checks = [c for c in cells if "assert_allclose" in c.source]
+    assert len(checks) >= 5
+    # the book prints the times before and after its transformation: faster after
+    printed = "".join(_stream(c) for c in cells)
+    before = float(re.search(r"Time cost of MyModule ([\d.e-]+) sec", printed).group(1))
+    after = float(re.search(r"Time cost of transformed sch.mod ([\d.e-]+) sec", printed).group(1))
+    assert after < before, printed
