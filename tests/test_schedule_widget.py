@@ -100,3 +100,13 @@ def test_python_users_open_a_stepper_on_a_module_without_the_magic(mm_relu):
     assert widget.interactive and len(widget.steps) == 5
     assert widget.apply_code("sch.parallel(i)")  # keeps growing from the given steps
     assert len(widget.steps) == 6 and "T.parallel" in widget.current["unified"]
+
+
+def test_any_error_raised_by_a_front_end_message_is_shown_in_the_widget(mm_relu):
+    from mlc_jupyter.widgets.stepper import ScheduleStepper
+
+    widget = ScheduleStepper(ScheduleSession(mm_relu, STEPS, first_line=2))
+    widget._handle_custom_msg({"type": "time", "index": 99}, [])  # the path a click takes
+    assert widget.error.startswith("IndexError: ")  # not only in the kernel's log
+    widget._handle_custom_msg({"type": "time", "index": 1}, [])
+    assert widget.timings[-1]["index"] == 1  # the widget still works

@@ -158,3 +158,9 @@ def test_the_exported_cell_runs_as_mlc_schedule_and_reproduces_the_module(book_s
     w.edit(2, [8, 16])
     book_shell.run_cell(w.export("code")).raise_error()
     assert structural_equal(book_shell.user_ns["mm_8x16"].mod, w.session.final_module)
+
+
+def test_any_error_raised_by_a_front_end_message_is_shown_in_the_widget(book_shell):
+    widget = book_shell.run_line_magic("mlc_trace", "sch --mod MyModule")
+    _send(widget, type="pick", row="first")
+    assert widget.error.startswith("ValueError: invalid literal for int()")

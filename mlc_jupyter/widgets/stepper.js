@@ -36,26 +36,53 @@ function diffView(step, view) {
   return table;
 }
 
-function interactiveForm(model, el) {
-  const blocks = model.get("blocks");
-  const prims = model.get("primitives");
+function selectOptions(select, values, labels = values) {
+  // Refill a <select>, keeping its choice when that value is still offered.
+  const kept = select.value;
+  select.replaceChildren(...values.map((v, i) => h("option", { value: v }, labels[i])));
+  if (values.includes(kept)) select.value = kept;
+}
+
+function formValues(container) {
+  // What the user has typed or chosen in the fields, by test id (kept across a redraw).
+  const values = {};
+  for (const input of container.querySelectorAll("[data-testid]")) {
+    values[input.dataset.testid] = input.type === "checkbox" ? input.checked : input.value;
+  }
+  return values;
+}
+
+function restoreValues(container, values) {
+  for (const input of container.querySelectorAll("[data-testid]")) {
+    const value = values[input.dataset.testid];
+    if (value === undefined) continue;
+    if (input.type === "checkbox") input.checked = value;
+    else if (input.tagName !== "SELECT" || [...input.options].some((o) => o.value === value)) {
+      input.value = value;
+    }
+  }
+}
+
+function interactiveForm(model) {
+  // Built once per view: a trait change refreshes the menus and buttons (update) but keeps
+  // what the user typed or chose and has not sent yet.
   const form = h("div", { class: "mlc-st-form" });
   const blockSel = h("select", { "data-testid": "block" });
-  for (const name of Object.keys(blocks)) blockSel.append(h("option", { value: name }, name));
   const primSel = h("select", { "data-testid": "primitive" });
-  for (const name of Object.keys(prims)) primSel.append(h("option", { value: name }, name));
   const fields = h("span", { class: "mlc-st-fields" });
+  let blocks = {};
+  let getters = {};
   const loopSelect = (block, testid) => {
     const s = h("select", { "data-testid": testid });
     (blocks[block] || []).forEach((label, i) => s.append(h("option", { value: String(i) }, label)));
     return s;
   };
-  let getters = {};
   const drawFields = () => {
+    const typed = formValues(fields);
     fields.replaceChildren();
     getters = {};
     const block = blockSel.value;
-    for (const field of prims[primSel.value] || []) {
+    for (const field of model.get("primitives")[primSel.value] || []) {
       if (field === "loop") {
         const s = loopSelect(block, "loop");
         fields.append("loop ", s);
@@ -73,7 +100,7 @@ function interactiveForm(model, el) {
           : boxes.filter((c) => c.checked).map((c) => Number(c.value));
       } else if (field === "target_loop") {
         const tb = h("select", { "data-testid": "target-block" });
-        for (const name of Object.keys(blocks)) tb.append(h("option", { value: name }, name));
+        selectOptions(tb, Object.keys(blocks));
         let tl = loopSelect(tb.value, "target-loop");
         tb.addEventListener("change", () => {
           const next = loopSelect(tb.value, "target-loop");
@@ -90,21 +117,31 @@ function interactiveForm(model, el) {
         getters[name] = () => input.value;
       }
     }
+    restoreValues(fields, typed);
   };
   blockSel.addEventListener("change", drawFields);
   primSel.addEventListener("change", drawFields);
-  drawFields();
   const apply = () => {
     const args = {};
     for (const [k, get] of Object.entries(getters)) args[k] = get();
     model.send({ type: "apply", primitive: primSel.value, block: blockSel.value, args });
   };
-  form.append("block ", blockSel, " ", primSel, " ", fields,
-    button("Apply", "apply", apply),
-    button("Undo", "undo", () => model.send({ type: "undo" }), model.get("steps").length <= 1),
-    button("Redo", "redo", () => model.send({ type: "redo" }), !model.get("can_redo")),
-    button("Export", "export", () => model.send({ type: "export" })));
-  return form;
+  const undo = button("Undo", "undo", () => model.send({ type: "undo" }));
+  const redo = button("Redo", "redo", () => model.send({ type: "redo" }));
+  form.append("block ", blockSel, " ", primSel, " ", fields, button("Apply", "apply", apply), undo,
+    redo, button("Export", "export", () => model.send({ type: "export" })));
+  selectOptions(primSel, Object.keys(model.get("primitives")));
+  const update = () => {
+    undo.disabled = model.get("steps").length <= 1;
+    redo.disabled = !model.get("can_redo");
+    const next = model.get("blocks");
+    if (JSON.stringify(next) === JSON.stringify(blocks)) return;  // nothing to redraw
+    blocks = next;
+    selectOptions(blockSel, Object.keys(blocks));
+    drawFields();
+  };
+  update();
+  return { el: form, update };
 }
 
 function stepList(model, steps, index, go) {
@@ -165,6 +202,7 @@ function passTools(model, step, index) {
 function render({ model, el }) {
   const root = h("div", { class: "mlc-st" });
   el.append(root);
+  let form = null;  // the interactive form survives redraws (see interactiveForm)
   const draw = () => {
     const steps = model.get("steps");
     const last = steps.length - 1;
@@ -218,7 +256,11 @@ function render({ model, el }) {
     }
     const parts = [model.get("title") ? h("div", { class: "mlc-st-title" }, model.get("title")) : null,
       controls];
-    if (model.get("interactive")) parts.push(interactiveForm(model, el));
+    if (model.get("interactive")) {
+      form = form || interactiveForm(model);
+      form.update();
+      parts.push(form.el);
+    }
     if (model.get("graph_functions") !== undefined) parts.push(passTools(model, step, index));
     if (model.get("error")) parts.push(h("div", { class: "mlc-st-error", "data-testid": "error" }, model.get("error")));
     parts.push(h("div", { class: "mlc-st-status", "data-testid": "status" }, model.get("status")));
@@ -231,10 +273,11 @@ function render({ model, el }) {
     root.replaceChildren(...parts.filter(Boolean));
   };
   draw();
-  for (const name of ["steps", "index", "current", "view", "error", "status", "blocks", "timings", "code", "can_redo",
-    "graph_svg", "graph_text", "graph_functions"]) {
-    model.on(`change:${name}`, draw);
-  }
+  const traits = ["steps", "index", "current", "view", "error", "status", "blocks", "timings", "code",
+    "can_redo", "graph_svg", "graph_text", "graph_functions"];
+  for (const name of traits) model.on(`change:${name}`, draw);
+  // anywidget calls this when the view goes away: no listener keeps a removed view alive.
+  return () => { for (const name of traits) model.off(`change:${name}`, draw); };
 }
 
 export default { render };

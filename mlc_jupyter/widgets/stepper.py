@@ -29,6 +29,7 @@ from ..schedule import (
     statement_for,
     unified_diff,
 )
+from .messages import handle_showing_errors
 
 _HERE = Path(__file__).parent
 
@@ -139,7 +140,7 @@ class Stepper(anywidget.AnyWidget):
             self.time_step(content.get("index"))
 
     def _on_message(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
-        self.handle(str(content.get("type")), content)
+        handle_showing_errors(self, lambda: self.handle(str(content.get("type")), content))
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle = super()._repr_mimebundle_(**kwargs)

@@ -19,6 +19,7 @@ from ..display.trace import decision_text, step_groups, trace_bundle
 from ..errors import MLCError
 from ..schedule.irdiff import changed_lines, unified_diff
 from ..trace import load_trace
+from .messages import handle_showing_errors
 
 _HERE = Path(__file__).parent
 
@@ -203,20 +204,20 @@ class TraceReplay(anywidget.AnyWidget):
         }
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        handle_showing_errors(self, lambda: self._handle(content))
+
+    def _handle(self, content: Any) -> None:
         kind = content.get("type") if isinstance(content, dict) else None
-        try:
-            if kind == "edit":
-                self.edit(int(content["index"]), content["value"])
-            elif kind == "retime":
-                self.retime()
-            elif kind == "pick":
-                self.pick(int(content["row"]))
-            elif kind == "export":
-                self.export(content.get("format", "code"))
-            elif kind == "reset":
-                self.reset()
-        except MLCError as err:
-            self.error = str(err)
+        if kind == "edit":
+            self.edit(int(content["index"]), content["value"])
+        elif kind == "retime":
+            self.retime()
+        elif kind == "pick":
+            self.pick(int(content["row"]))
+        elif kind == "export":
+            self.export(content.get("format", "code"))
+        elif kind == "reset":
+            self.reset()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle = super()._repr_mimebundle_(**kwargs)

@@ -82,3 +82,27 @@ def test_a_user_builds_a_schedule_from_the_menus_undoes_and_exports(lab):
     page.get_by_test_id("export").click()
     expect(page.get_by_test_id("code")).to_contain_text("sch.split(")
     lab.screenshot("schedule_interactive", page.locator(".mlc-st"))
+
+
+def test_the_menus_keep_what_the_user_chose_and_typed_while_the_widget_redraws(lab):
+    from playwright.sync_api import expect
+
+    page = lab.open(["%load_ext mlc_jupyter", "%%tir --quiet\n" + LISTING.read_text(),
+                     "%mlc_schedule MyModule"], name="interactive_keep.ipynb")  # fmt: skip
+    lab.run_all()
+    expect(page.locator(".mlc-st")).to_be_visible(timeout=60_000)
+    page.get_by_test_id("block").select_option("Y")
+    page.get_by_test_id("primitive").select_option("split")
+    page.get_by_test_id("loop").select_option(label="j (128)")
+    page.get_by_test_id("arg-factors").fill("[None, 16]")
+    # The kernel changes traits (status, timings) while the form holds unsent choices.
+    page.get_by_test_id("time").click()
+    expect(page.get_by_test_id("timings")).to_contain_text("#0", timeout=60_000)  # it redrew
+    expect(page.get_by_test_id("status")).to_contain_text("step 0: ")
+    expect(page.get_by_test_id("block")).to_have_value("Y")
+    expect(page.get_by_test_id("primitive")).to_have_value("split")
+    expect(page.get_by_test_id("loop")).to_have_value("1")
+    expect(page.get_by_test_id("arg-factors")).to_have_value("[None, 16]")
+    page.get_by_test_id("apply").click()
+    expect(page.get_by_test_id("step-label")).to_have_text("step 1 / 1")
+    expect(page.get_by_test_id("ir")).to_contain_text("T.grid(128, 8, 16, 128)")
