@@ -61,24 +61,14 @@ KINDS = {
     "ch2_tensor_program": (
         "mmscccccmmmmmmmmmmcmcococccccccccccccocccocccocmccccococccoxccoxccxcxxx"
     ),
-    "ch3_end_to_end": (
-        "cdocdccoccmmmcmmcmmccoccccocmcccccc"
-    ),
+    "ch3_end_to_end": ("cdocdccoccmmmcmmcmmccoccccocmcccccc"),
     "ch4_auto_optimization": (
         "cccccocccococcmmccococococccoccoccoccoooooooooooocccocoooooococcdocodccccococcooooooccoco"
     ),
-    "ch5_integration": (
-        "cccccococcccccccccccomcocommmmmccocccdocdccccccoc"
-    ),
-    "ch6_1_gpu": (
-        "sccccccccccccccccc"
-    ),
-    "ch6_2_hardware": (
-        "cccccmccccccccccc"
-    ),
-    "ch7_graph_optimization": (
-        "ccccococococmcoccococcccccccdcc"
-    ),
+    "ch5_integration": ("cccccococcccccccccccomcocommmmmccocccdocdccccccoc"),
+    "ch6_1_gpu": ("sccccccccccccccccc"),
+    "ch6_2_hardware": ("cccccmccccccccccc"),
+    "ch7_graph_optimization": ("ccccococococmcoccococcdcccccdcc"),
 }
 
 
@@ -216,7 +206,7 @@ def _close(text: str) -> str:
     return text
 
 
-_FASHION_MNIST = '''# mlc-book: SUBSTITUTED. The book downloads FashionMNIST with torchvision here; without network
+_FASHION_MNIST = """# mlc-book: SUBSTITUTED. The book downloads FashionMNIST with torchvision here; without network
 # (and torchvision) this cell makes the same arrays: a 1x28x28 float32 image in [0, 1) and its label.
 import numpy as np
 import torch
@@ -224,9 +214,9 @@ import torch
 class_names = ['T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat',
                'Sandal', 'Shirt', 'Sneaker', 'Bag', 'Ankle boot']
 img = np.random.default_rng(0).random((1, 28, 28), dtype=np.float32)
-label = np.array([7])'''
+label = np.array([7])"""
 
-_MLP_WEIGHTS = '''# mlc-book: SUBSTITUTED. The book downloads the trained MLP weights with wget here; this cell writes
+_MLP_WEIGHTS = """# mlc-book: SUBSTITUTED. The book downloads the trained MLP weights with wget here; this cell writes
 # fashionmnist_mlp_params.pkl with random float32 weights of the same shapes (so the predicted
 # class is not the book's; every check between implementations still holds).
 import pickle
@@ -240,7 +230,7 @@ with open("fashionmnist_mlp_params.pkl", "wb") as _file:
         "b0": _rng.standard_normal(128).astype("float32"),
         "w1": (_rng.standard_normal((10, 128)) * 0.1).astype("float32"),
         "b1": _rng.standard_normal(10).astype("float32"),
-    }, _file)'''
+    }, _file)"""
 
 #: What replaces a ``d`` fence, by the first word of its download.
 SUBSTITUTES = {"torchvision": _FASHION_MNIST, "wget": _MLP_WEIGHTS}
@@ -262,6 +252,8 @@ ERRATA: tuple[tuple[str, int, str, str, str], ...] = (
      "b_tvm = tvm.nd.array(b)\nc_tvm = tvm.nd.array(np.empty((4, 4), dtype=np.int64))\n"
      "rt_lib[\"add\"](a_tvm, b_tvm, c_tvm)\nnp.testing",
      "book bug: the lines that build and check MyAdd are printed inside the class body"),
+    ("ch7_graph_optimization", 5156, "global_var = builder_.add_func(",
+     "global_var = self.builder_.add_func(", "book typo: builder_ is the mutator's self.builder_"),
     ("ch6_2_hardware", 4866, "temp.repath(", "temp.relpath(",
      "book typo: TVM's tempdir has relpath, not repath"),
     ("ch6_2_hardware", 4895, "<!-- todo -->\n<!-- For CI, do not run this part of the code -->\n",
@@ -273,7 +265,41 @@ ERRATA: tuple[tuple[str, int, str, str, str], ...] = (
 INDENTS: dict[tuple[str, int], list[int]] = {
     ("ch2_tensor_program", 622): [4, 4],
     ("ch2_tensor_program", 676): [4, 0],
+    ("ch5_integration", 3995): [4, 4],
+    ("ch7_graph_optimization", 5156): [8, *[4] * 11, 8, 0, 0, 0, 0],
+    ("ch7_graph_optimization", 5263): [4, 4, 4, *[0] * 7],
 }
+
+#: Indentation of single lines inside a page or wrap whose layout the PDF scrambled:
+#: (notebook, fence line) -> {start of the line: its indentation}.
+LINE_INDENTS: dict[tuple[str, int], dict[str, int]] = {
+    ("ch3_end_to_end", 1609): {
+        'lv1 = R.call_dps_packed("relu0"': 12,
+        'out = R.call_dps_packed("linear0", (lv1': 12,
+        "R.output(out)": 12,
+        "return out": 8,
+    },
+    ("ch3_end_to_end", 1905): {"print(nd_res)": 0},
+    ("ch5_integration", 3625): {"bb.emit_func_output(R, params=[A, B])": 4},
+    # as in the book's sources: the function is finalised after the dataflow block
+    ("ch5_integration", 3821): {
+        "# output and finalize the function": 8,
+        "bb.emit_func_output(output, fn_inputs)": 8,
+    },
+    ("ch7_graph_optimization", 5156): {"bb.emit_func_output(gv)": 12},
+}
+
+#: Fences where the PDF glued the printed output to the code: (notebook, fence line) -> the
+#: output's first characters (it and what follows are the output, not the cell).
+GLUED_OUTPUT: dict[tuple[str, int], str] = {("ch3_end_to_end", 1905): "[ [-21.10578"}
+
+#: Text the PDF's layout lost or moved (not the book's content): (notebook, fence line, as
+#: extracted, as printed, what happened). The cell still counts as verbatim.
+LAYOUT_FIXES: tuple[tuple[str, int, str, str, str], ...] = (
+    ("ch5_integration", 3821, "{'.'join(", "{'.'.join(", "the wrap at '.' dropped the '.'"),
+    ("ch5_integration", 4064, "\n)\n    call_module_map", "\n    call_module_map",
+     "the page break repeated the closing parenthesis"),
+)  # fmt: skip
 
 #: Cells the book runs to show an error, or that cannot run as printed: (notebook, fence line).
 EXPECTED_ERRORS: dict[tuple[str, int], str] = {}
@@ -297,12 +323,21 @@ def classify(name: str, fences: list[Fence]) -> None:
 def cell_text(name: str, fence: Fence) -> str:
     """The text a code cell holds: the book's, its layout repaired, errata applied."""
     text, _ = join_pages(fence.parts, INDENTS.get((name, fence.line)))
-    for book, line, old, new, why in ERRATA:
+    glued = GLUED_OUTPUT.get((name, fence.line))
+    if glued:
+        text = text[: text.index(glued)].rstrip()
+    for book, line, old, new, why in (*LAYOUT_FIXES, *ERRATA):
         if book == name and line == fence.line:
             if old not in text:
-                raise SystemExit(f"{name}:{line}: erratum text not found: {old!r}")
+                raise SystemExit(f"{name}:{line}: text to repair not found: {old!r}")
             text = text.replace(old, new)
-            fence.repairs.append(why)
+            if (book, line, old, new, why) in ERRATA:
+                fence.repairs.append(why)
+    for start, indent in LINE_INDENTS.get((name, fence.line), {}).items():
+        text = "\n".join(
+            " " * indent + x.lstrip() if x.lstrip().startswith(start) else x
+            for x in text.split("\n")
+        )
     return text
 
 

@@ -87,3 +87,32 @@ def test_chapter_2_runs_as_written_and_its_checks_and_speedups_hold():
     before = float(re.search(r"Time cost of MyModule ([\d.e-]+) sec", printed).group(1))
     after = float(re.search(r"Time cost of transformed sch.mod ([\d.e-]+) sec", printed).group(1))
     assert after < before, printed
+
+
+def _predictions(nb) -> dict[str, str]:
+    """``label -> class`` for every "... Prediction: CLASS" line the chapter printed."""
+    printed = "".join(_stream(c) for c in _book_cells(nb))
+    return dict(re.findall(r"^(.*?) Prediction: (.+)$", printed, flags=re.M))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("chapter", "implementations"),
+    [
+        # the MLP as low-level NumPy, Relax + TensorIR, with PyTorch kernels, mixed, params bound
+        ("ch3_end_to_end", 6),
+        # the MLP imported from PyTorch through the book's own FX translator, and PyTorch itself
+        ("ch5_integration", 2),
+        # the MLP after the book's fusion and lowering passes
+        ("ch7_graph_optimization", 1),
+    ],
+)
+def test_chapters_with_the_mlp_run_as_written_and_every_implementation_agrees(
+    chapter, implementations
+):
+    nb = _execute(chapter)
+    assert _errors(nb) == []
+    assert all(c.execution_count for c in _book_cells(nb))
+    predictions = _predictions(nb)
+    assert len(predictions) >= implementations, predictions
+    assert len(set(predictions.values())) == 1, predictions  # same weights, same answer
