@@ -724,3 +724,9 @@ def load_executable(path: str, relax: bool) -> Any:
     _tvm = tvm()
     module = _tvm.runtime.load_module(path)
     return _tvm.relax.VMExecutable(module) if relax else _tvm.runtime.Executable(module)
+
+
+def close_rpc_session(session: Any) -> None:
+    """End an RPC session now, so its server is free again even while remote objects of the
+    session are still referenced (a traceback keeps them); using them later raises."""
+    session._sess["CloseRPCConnection"]()  # noqa: SLF001 - TVM's RPCSession has no close()

@@ -35,3 +35,15 @@ def shell(_global_shell) -> Iterator:
 def run_cell(shell, text: str):
     """Run a cell like a user would; return IPython's ExecutionResult."""
     return shell.run_cell(text, store_history=True)
+
+
+@pytest.fixture(scope="session")
+def rpc_tracker(tmp_path_factory):
+    """A TVM RPC tracker on loopback with two CPU servers under ``rpc_support.KEY``.
+
+    Yields ``(port, server log paths)``; the servers have no CUDA runtime.
+    """
+    from rpc_support import local_tracker
+
+    with local_tracker(tmp_path_factory.mktemp("rpc")) as started:
+        yield started

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from build_support import matmul
 
-from mlc_jupyter.errors import NoGPUError, TuneError
+from mlc_jupyter.errors import NoGPUError, RemoteError, TuneError
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +142,7 @@ def test_a_gpu_target_without_a_gpu_is_refused_at_once():
 def test_bad_requests_get_short_messages():
     from mlc_jupyter.tune import top_records, tune
 
-    with pytest.raises(TuneError, match="--rpc expects HOST:PORT:KEY"):
+    with pytest.raises(RemoteError, match="--rpc expects HOST:PORT:KEY"):
         tune(matmul(64), rpc="localhost:9190")
     with pytest.raises(TuneError, match="--trials must be at least 1"):
         tune(matmul(64), trials=0)

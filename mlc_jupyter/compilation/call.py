@@ -58,8 +58,11 @@ def _check(sig: Signature, index: int, value: Any) -> None:
         )
 
 
-def prepare(built: Any, name: str | None) -> Signature:
-    """The signature of ``name`` (or the only / ``main`` function), after the run-time checks."""
+def prepare(built: Any, name: str | None, *, local: bool = True) -> Signature:
+    """The signature of ``name`` (or the only / ``main`` function), after the run-time checks.
+
+    ``local=False``: the module runs on an RPC server, so no local GPU is needed.
+    """
     sigs = built.signatures
     if name is None:
         name = "main" if "main" in sigs or len(sigs) != 1 else next(iter(sigs))
@@ -73,16 +76,20 @@ def prepare(built: Any, name: str | None) -> Signature:
             hint="load the library that defines them (ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL))"
             " or provide them with pragma_import_llvm",
         )
-    if is_gpu_target(built.target) and not gpu_present(built.target):
+    if local and is_gpu_target(built.target) and not gpu_present(built.target):
         raise NoGPUError(
             f"no GPU is present: {name} was built for {built.target.kind.name} and cannot run here",
-            hint="the generated code is readable: %mlc_build ... --show cuda",
+            hint="time it on a GPU machine with --rpc HOST:PORT:KEY; the code is readable:"
+            " %mlc_build ... --show cuda",
         )
     return sigs[name]
 
 
-def to_device(built: Any, sig: Signature, args: tuple[Any, ...]) -> tuple[list[Any], int]:
-    """TVM tensors for ``args`` (allocating outputs when only inputs are given).
+def to_device(
+    built: Any, sig: Signature, args: tuple[Any, ...], device: Any = None
+) -> tuple[list[Any], int]:
+    """TVM tensors for ``args`` (allocating outputs when only inputs are given) on ``device``
+    (default: the local device of the build's target).
 
     Returns the tensors and the number of outputs allocated here.
     """
@@ -95,7 +102,7 @@ def to_device(built: Any, sig: Signature, args: tuple[Any, ...]) -> tuple[list[A
             f"{sig.name} takes {wanted}: {', '.join(p.describe() for p in sig.params)}; "
             f"got {len(args)} argument(s)"
         )
-    dev = device_for(built.target)
+    dev = device_for(built.target) if device is None else device
     tensors = []
     for index, value in enumerate(args):
         _check(sig, index, value)
@@ -110,19 +117,26 @@ def to_device(built: Any, sig: Signature, args: tuple[Any, ...]) -> tuple[list[A
     return tensors, allocated
 
 
-def relax_vm(built: Any) -> Any:
-    """A Relax virtual machine over a Relax build, on the device of its target."""
+def relax_vm(built: Any, remote: Any = None) -> Any:
+    """A Relax virtual machine over a Relax build, on the device of its target (or, with
+    ``remote``, a :class:`~.remote.RemoteModules`, on an RPC server's)."""
+    if remote is not None:
+        return tvm().relax.VirtualMachine(remote.load(built), remote.device(built.target))
     return tvm().relax.VirtualMachine(built.executable, device_for(built.target))
 
 
-def runtime_function(built: Any, name: str) -> Any:
-    """The function to call (through the Relax VM for Relax builds).
+def runtime_function(built: Any, name: str, remote: Any = None) -> Any:
+    """The function to call (through the Relax VM for Relax builds); ``remote`` runs it on an
+    RPC server instead.
 
     A failure inside the kernel or the VM is a :class:`CallError` with TVM's reason (a shape that
     disagrees with an earlier one, say) instead of a traceback through TVM's runtime; a bound
     check of a checked build that fails is an :class:`OutOfBoundsError`.
     """
-    func = relax_vm(built)[name] if built.relax else built.executable.mod[name]
+    if built.relax:
+        func = relax_vm(built, remote)[name]
+    else:
+        func = (remote.load(built) if remote is not None else built.executable.mod)[name]
 
     def call(*args: Any) -> Any:
         try:

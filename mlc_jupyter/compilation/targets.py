@@ -116,6 +116,48 @@ def _to_dict(target: Any) -> dict[str, Any]:
     return json.loads(str(target))
 
 
+def target_kind(target: Any) -> str:
+    """The kind of a target in any spelling (``llvm``, ``cuda`` ...)."""
+    return str(resolve_target(target).kind.name)
+
+
+#: What a GPU target needs to know about its device, and how to ask a (local or RPC) device.
+_DEVICE_LIMITS = {
+    "max_threads_per_block": lambda dev: int(dev.max_threads_per_block),
+    "max_shared_memory_per_block": lambda dev: int(dev.max_shared_memory_per_block),
+    "thread_warp_size": lambda dev: int(dev.warp_size),
+}
+
+
+def device_target(spec: Any, dev: Any) -> Any:
+    """The GPU target ``spec`` completed by what device ``dev`` says about itself.
+
+    ``dev`` may be local or on an RPC server. Its architecture (CUDA) and limits fill what
+    ``spec`` leaves open; what ``spec`` names (``-arch``, a tag) is kept. MetaSchedule's GPU
+    rules need the limits (``max_threads_per_block``...), which a plain ``cuda`` lacks.
+    """
+    _tvm = tvm()
+    if isinstance(spec, _tvm.target.Target):
+        config = _to_dict(spec)
+    elif isinstance(spec, str) and "/" not in spec:
+        config = _parse_string(spec)
+    elif isinstance(spec, dict):
+        config = dict(spec)
+    else:
+        config = _to_dict(resolve_target(spec))  # a tag names a whole device
+    config["kind"] = _ALIASES.get(str(config.get("kind", "")), config.get("kind"))
+    version = getattr(dev, "compute_version", None) if config["kind"] == "cuda" else None
+    if version and "arch" not in config:
+        config["arch"] = "sm_" + str(version).replace(".", "")
+    for key, ask in _DEVICE_LIMITS.items():
+        if key not in config:
+            try:
+                config[key] = ask(dev)
+            except Exception:  # noqa: BLE001,S112 - a device API that does not know it
+                continue
+    return resolve_target(config)
+
+
 def is_gpu_target(target: Any) -> bool:
     """True when ``target`` (any spelling) runs on a GPU."""
     target = resolve_target(target)

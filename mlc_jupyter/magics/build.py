@@ -10,6 +10,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from ..compilation import SOURCE_KINDS, build_module, generated_source
+from ..compilation.remote import parse_rpc, remote_target
 from ..config import checked_builds, set_checked_builds
 from ..display.highlight import code_bundle
 from ..display.timing import built_text
@@ -33,6 +34,11 @@ class BuildMagics(Magics):
         default=None,
         help="test every buffer index at run time: a bad index raises instead of corrupting memory",
     )
+    @argument(
+        "--rpc",
+        default=None,
+        help="HOST:PORT:KEY (or 'env'): build for that RPC server's GPU (its arch and limits)",
+    )
     @line_magic
     def mlc_build(self, line: str) -> None:
         """Build MOD (cached by structure, target and TVM version) and bind the result.
@@ -46,8 +52,11 @@ class BuildMagics(Magics):
         """
         args = parse_argstring(self.mlc_build, line)
         mod = lookup(self.shell, args.mod, "mlc_build", "the module")
+        target = args.target
+        if args.rpc:
+            target = remote_target(parse_rpc(args.rpc), target)
         try:
-            built = build_module(mod, args.target, force=args.force, checked=args.checked)
+            built = build_module(mod, target, force=args.force, checked=args.checked)
         except KernelCompileError as err:
             err.cell = err.cell or _cell_with(self.shell, err.words)
             raise

@@ -30,6 +30,11 @@ class TimingMagics(Magics):
     @argument("--number", type=int, default=None, help="calls per run (default: calibrated)")
     @argument("--repeat", type=int, default=5, help="runs (default 5)")
     @argument("--min-repeat-ms", type=float, default=50.0, help="least time per run")
+    @argument(
+        "--rpc",
+        default=None,
+        help="HOST:PORT:KEY of a TVM RPC tracker (or 'env'): run and time on that device",
+    )
     @argument("-o", dest="output", action="store_true", help="return the TimingReport")
     @line_magic
     def mlc_time(self, line: str) -> Any:
@@ -37,6 +42,7 @@ class TimingMagics(Magics):
 
         Reports median, mean, std, min, runs, GFLOP/s and speed-up; with several variants a
         table and a bar chart, plus NumPy and PyTorch rows when --ref is an array expression.
+        With --rpc the variants run on an RPC server's device (a GPU this machine lacks, say).
         """
         args = parse_argstring(self.mlc_time, line)
         ns = self.shell.user_ns
@@ -55,6 +61,7 @@ class TimingMagics(Magics):
             repeat=args.repeat,
             min_repeat_ms=args.min_repeat_ms,
             namespace=ns,
+            rpc=args.rpc,
         )
         if args.output:
             return report

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Any
 
 from ..compilation.call import prepare
-from ..errors import MLCError
+from ..compilation.remote import RemoteModules, parse_rpc
+from ..errors import MLCError, RemoteError
 from ..results import Built, Timing, TimingReport
 from .inputs import random_inputs
 from .reference import expression_function, reference_outputs
@@ -16,6 +18,7 @@ from .timer import (
     as_built,
     function_name_of,
     let_threads_settle,
+    outputs_on,
     time_callable,
     time_module,
 )
@@ -34,40 +37,52 @@ def time_functions(
     min_repeat_ms: float = DEFAULT_MIN_REPEAT_MS,
     namespace: dict[str, Any] | None = None,
     baselines: bool = True,
+    rpc: Any = None,
 ) -> TimingReport:
     """Time each variant on the same inputs; compare with ``ref`` or else the first variant.
 
     When ``ref`` is a NumPy expression and ``baselines`` is true, NumPy and PyTorch rows are
-    added. Speed-ups are against the first variant.
+    added. Speed-ups are against the first variant. ``rpc`` (``HOST:PORT:KEY`` or ``"env"``)
+    runs and times the variants on an RPC server's device, in one session; NumPy and PyTorch
+    rows, which could only run here, are left out then.
     """
     if not variants:
         raise MLCError("nothing to time: name at least one built function or module")
     builts = {name: as_built(obj, target) for name, obj in variants.items()}
     names = {name: function_name_of(obj, func_name) for name, obj in variants.items()}
     first = next(iter(builts.values()))
-    sig = prepare(first, names[next(iter(builts))])
-    inputs = list(args) if args is not None else random_inputs(sig, seed)
-    inputs = inputs[: len(sig.inputs)]
-    expected = reference_outputs(
-        ref if ref is not None else first, inputs, sig, first.target, namespace
-    )
-    let_threads_settle(after=ref)  # a NumPy or PyTorch reference leaves spinning threads
-    options = dict(number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
-    timings: list[Timing] = []
-    for name, built in builts.items():
-        fname = names[name] if names[name] in built.signatures else None
-        if fname is None and sig.name in built.signatures:
-            fname = sig.name
-        try:
-            timings.append(
-                time_module(
-                    built, func_name=fname, args=inputs, expected=expected, name=name, **options
-                )
+    spec = parse_rpc(rpc)
+    with RemoteModules(spec) if spec else contextlib.nullcontext() as remote:
+        sig = prepare(first, names[next(iter(builts))], local=remote is None)
+        inputs = list(args) if args is not None else random_inputs(sig, seed)
+        inputs = inputs[: len(sig.inputs)]
+        if remote is not None and ref is None:  # the first variant, run where all are timed
+            expected = outputs_on(first, sig.name, inputs, remote)
+        else:
+            expected = reference_outputs(
+                ref if ref is not None else first, inputs, sig, first.target, namespace
             )
-        except MLCError as err:
-            timings.append(Timing(name, None, None, None, None, 0, error=str(err)))
+        let_threads_settle(after=ref)  # a NumPy or PyTorch reference leaves spinning threads
+        options = dict(number=number, repeat=repeat, min_repeat_ms=min_repeat_ms, remote=remote)
+        timings: list[Timing] = []
+        for name, built in builts.items():
+            fname = names[name] if names[name] in built.signatures else None
+            if fname is None and sig.name in built.signatures:
+                fname = sig.name
+            if remote is not None:
+                remote.device(built.target)  # no device there: say so, not once per row
+            try:
+                timings.append(
+                    time_module(
+                        built, func_name=fname, args=inputs, expected=expected, name=name, **options
+                    )
+                )
+            except RemoteError:
+                raise
+            except MLCError as err:
+                timings.append(Timing(name, None, None, None, None, 0, error=str(err)))
     flops = next((t.flops for t in timings if t.flops), None)
-    if isinstance(ref, str) and baselines:
+    if isinstance(ref, str) and baselines and remote is None:
         for lib in ("numpy", "torch"):
             let_threads_settle()
             timings.append(

@@ -92,24 +92,22 @@ def time_module(
     name: str | None = None,
     namespace: dict[str, Any] | None = None,
     expected: list[Any] | None = None,
+    remote: Any = None,
 ) -> Timing:
     """Build (cached), check against ``ref`` and time one function with ``time_evaluator``.
 
     ``ref`` is a NumPy expression over the parameter names, a callable, a module or arrays;
     a mismatch gives a ``Timing`` with ``correct=False`` and ``error`` set instead of a time.
+    ``remote`` (a :class:`~mlc_jupyter.compilation.remote.RemoteModules`) runs and times the
+    function on an RPC server's device instead of this machine's.
     """
     built = as_built(mod_or_built, target)
-    sig = prepare(built, function_name_of(mod_or_built, func_name))
+    sig, run = _placed(built, function_name_of(mod_or_built, func_name), remote)
     label = name or sig.name
-    tname = describe_target(built.target)
+    tname = describe_target(built.target) + (f" on {remote.spec}" if remote is not None else "")
     inputs = list(args) if args is not None else random_inputs(sig, seed)
-    tensors, allocated = to_device(built, sig, tuple(inputs))
-    n_out = allocated or sig.n_outputs
+    tensors, outputs = run(inputs)
     inputs = inputs[: len(sig.inputs)]
-    func = runtime_function(built, sig.name)
-    result = func(*tensors)
-    outputs = [result] if sig.relax else tensors[len(tensors) - n_out :]
-    outputs = [o.numpy() if hasattr(o, "numpy") else o for o in outputs]
     if expected is None:
         expected = reference_outputs(ref, inputs, sig, built.target, namespace)
         let_threads_settle(after=ref)
@@ -122,17 +120,14 @@ def time_module(
                 label, None, None, None, None, 0, correct=False, error=problem, target=tname
             )
         correct = True
-    dev = device_for(built.target)
+    dev = remote.device(built.target) if remote is not None else device_for(built.target)
+    module = remote.load(built) if remote is not None else built.executable.mod
     try:
         if sig.relax:
-            vm = relax_vm(built)
-            timer = vm.time_evaluator(
-                sig.name, dev, number=number or 1, repeat=repeat, min_repeat_ms=int(min_repeat_ms)
-            )
-        else:
-            timer = built.executable.mod.time_evaluator(
-                sig.name, dev, number=number or 1, repeat=repeat, min_repeat_ms=int(min_repeat_ms)
-            )
+            module = relax_vm(built, remote)
+        timer = module.time_evaluator(
+            sig.name, dev, number=number or 1, repeat=repeat, min_repeat_ms=int(min_repeat_ms)
+        )
         measured = timer(*tensors)
     except MLCError:
         raise
@@ -147,6 +142,28 @@ def time_module(
         correct=correct,
         target=tname,
     )
+
+
+def _placed(built: Built, func_name: str | None, remote: Any) -> tuple[Any, Any]:
+    """The signature of the function to time and a ``run(inputs)`` that calls it once where it
+    is timed (here or on ``remote``) and returns its argument tensors and NumPy outputs."""
+    sig = prepare(built, func_name, local=remote is None)
+    device = remote.device(built.target) if remote is not None else None
+    func = runtime_function(built, sig.name, remote)
+
+    def run(inputs: list[Any]) -> tuple[list[Any], list[Any]]:
+        tensors, allocated = to_device(built, sig, tuple(inputs), device)
+        result = func(*tensors)
+        n_out = allocated or sig.n_outputs
+        outputs = [result] if sig.relax else tensors[len(tensors) - n_out :]
+        return tensors, [o.numpy() if hasattr(o, "numpy") else o for o in outputs]
+
+    return sig, run
+
+
+def outputs_on(built: Built, func_name: str | None, inputs: list[Any], remote: Any) -> list[Any]:
+    """The NumPy outputs of one call of ``built``'s function (here or on ``remote``)."""
+    return _placed(built, func_name, remote)[1](inputs)[1]
 
 
 def time_callable(

@@ -43,7 +43,7 @@ from .runner import InProcessRunner
 from .selection import Best, best_schedules
 from .tasks import Tasks, apply_relax, assemble_tir, collect_tasks
 from .threads import target_cores, unpin_this_thread
-from .timing import time_relax, time_tir
+from .timing import time_relax, time_remote, time_tir
 
 LOG_NAME = "tune.log"
 #: The most candidates a round measures (MetaSchedule's own default).
@@ -125,7 +125,7 @@ def _prepare(
     if trials < 1:
         raise TuneError(f"--trials must be at least 1, got {trials}")
     rpc_spec = parse_rpc(rpc)
-    target = tuning_target(target)
+    target = tuning_target(target, rpc_spec)
     tasks = collect_tasks(mod, target)
     check_bounds(tasks.workload)  # candidates are compiled and run in this process
     work = Path(work_dir) if work_dir else work_dir_for(tasks.workload, target, tasks.kind, space)
@@ -258,11 +258,16 @@ def _sigint_sets(stop: threading.Event) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _tuned_tir(run: _Run, best: Best) -> tuple[Any, float, float, Any]:
+def _tuned_tir(run: _Run, best: Best) -> tuple[Any, float | None, float | None, Any]:
     """The tuned TensorIR module, the untuned and tuned latencies, and the trace shown."""
     tasks = run.tasks
     tuned = assemble_tir(tasks, best.mods)
     name = "main" if len(tasks.mods) == 1 else tasks.names[0]
+    if run.rpc:
+        baseline, latency = time_remote(run.rpc, [tasks.workload, tuned], run.target, name)
+        if latency is None and len(tasks.mods) == 1:
+            latency = best.measured_s.get(tasks.names[0])
+        return tuned, baseline, latency, best.traces.get(tasks.names[0])
     baseline = time_tir(tasks.workload, run.target, name)
     if len(tasks.mods) == 1 and tasks.names[0] in best.retimed_s:
         latency = best.retimed_s[tasks.names[0]]
@@ -274,8 +279,11 @@ def _tuned_tir(run: _Run, best: Best) -> tuple[Any, float, float, Any]:
 def _tuned_relax(run: _Run, best: Best, shared: Shared) -> tuple[Any, Any, Any, Any]:
     """The tuned Relax module, its latencies, and the trace of its slowest kernel."""
     tuned = apply_relax(run.tasks, run.database, run.target)
-    baseline = time_relax(run.tasks.workload, run.target)
-    latency = time_relax(tuned, run.target)
+    if run.rpc:
+        baseline, latency = time_remote(run.rpc, [run.tasks.workload, tuned], run.target)
+    else:
+        baseline = time_relax(run.tasks.workload, run.target)
+        latency = time_relax(tuned, run.target)
     slowest = max(best.traces, key=lambda n: shared.best.get(n, 0.0))
     return tuned, baseline, latency, best.traces[slowest]
 
@@ -285,7 +293,7 @@ def _result(
 ) -> TuneResult:
     """Pick the best schedules, time them against the untuned workload, build the result."""
     tasks = run.tasks
-    best = best_schedules(run.database, tasks, run.target)
+    best = best_schedules(run.database, tasks, run.target, retime=run.rpc is None)
     if not best.mods:
         raise TuneError(
             "no candidate ran successfully, so there is nothing to return"

@@ -3,8 +3,9 @@
 Creating a tuning task imports TVM's tensor-intrinsic package, which parses every intrinsic of
 every backend (tens of seconds, most of it CUDA's). MetaSchedule's default CPU rules use none of
 the GPU ones, so for an ``llvm`` target the package is set up without running its ``__init__``
-and only the CPU modules are imported. GPU targets get the full import. A later explicit import
-of the GPU submodules still works.
+and only the CPU modules are imported; a ``cuda`` target gets the CUDA module alone (its tensor
+core rules, sm_75 and newer, need it), other GPU targets the full import. A later explicit
+import of the other submodules still works.
 """
 
 from __future__ import annotations
@@ -19,23 +20,20 @@ from ..tvm_compat import TENSOR_INTRIN_PACKAGE
 CPU_MODULES = ("dot_product_common", "x86", "arm_cpu", "riscv_cpu")
 #: The submodules a GPU target adds.
 GPU_MODULES = ("cuda", "rocm")
+#: The submodules of the targets that need only some of the package.
+MODULES_OF_KIND = {"llvm": CPU_MODULES, "cuda": ("cuda",)}
 
 
 def load_tensor_intrinsics(target_kind: str) -> None:
-    """Import the tensor intrinsics of ``target_kind`` (only the CPU ones for ``llvm``)."""
+    """Import the tensor intrinsics of ``target_kind`` (only its own for ``llvm`` and ``cuda``)."""
     name = TENSOR_INTRIN_PACKAGE
-    if name in sys.modules:
-        if target_kind != "llvm":
-            for sub in GPU_MODULES:
-                importlib.import_module(f"{name}.{sub}")
-        return
-    if target_kind != "llvm":
-        importlib.import_module(name)
-        return
-    spec = importlib.util.find_spec(name)
-    if spec is None:
-        return
-    package = importlib.util.module_from_spec(spec)
-    sys.modules[name] = package
-    for sub in CPU_MODULES:
+    if name not in sys.modules:
+        spec = importlib.util.find_spec(name)
+        if spec is None:
+            return
+        if target_kind not in MODULES_OF_KIND:
+            importlib.import_module(name)
+            return
+        sys.modules[name] = importlib.util.module_from_spec(spec)  # without its __init__
+    for sub in MODULES_OF_KIND.get(target_kind, GPU_MODULES):
         importlib.import_module(f"{name}.{sub}")

@@ -1,4 +1,4 @@
-"""Tuning options: the target and the work dir of a workload (the RPC spec is in :mod:`.rpc`)."""
+"""Tuning options: the target (completed from the device that measures) and the work dir."""
 
 from __future__ import annotations
 
@@ -8,30 +8,39 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..compilation import gpu_present, is_gpu_target, resolve_target
+from ..compilation import device_for, gpu_present, is_gpu_target, resolve_target
+from ..compilation.remote import RPCSpec, check_key, remote_target
+from ..compilation.targets import device_target
 from ..config import cache_dir
 from ..errors import NoGPUError, TargetError
 from ..tvm_compat import structural_hash, tvm
 
 
-def tuning_target(spec: Any = None) -> Any:
-    """The target to tune for: the host CPU (with ``mcpu`` and ``num-cores``) or a GPU that exists.
+def tuning_target(spec: Any = None, rpc: RPCSpec | None = None) -> Any:
+    """The target to tune for: the host CPU (with ``mcpu`` and ``num-cores``) or a GPU.
 
-    The spelling is the shared :func:`mlc_jupyter.compilation.resolve_target`'s. A GPU target on a
-    machine without that GPU is refused at once (``NoGPUError``) instead of building candidates
-    for minutes that can never run.
+    The spelling is the shared :func:`mlc_jupyter.compilation.resolve_target`'s. A GPU target
+    is completed from the GPU that will run the candidates: the RPC server's (``rpc``; a server
+    without that GPU is a ``RemoteError`` before anything is built) or this machine's. With
+    neither, it is refused at once (``NoGPUError``) instead of building candidates for minutes
+    that can never run.
     """
     target = resolve_target(spec)
     kind = str(target.kind.name)
     if is_gpu_target(target):
+        if rpc is not None:
+            return remote_target(rpc, spec if spec is not None else target)
         if not gpu_present(target):
             raise NoGPUError(
                 f"target {kind!r} needs a {kind.upper()} GPU, and this machine has none",
-                hint="tune for the CPU (--target llvm) or measure on a GPU machine with --rpc",
+                hint="tune for the CPU (--target llvm), or measure on a GPU machine:"
+                " --rpc HOST:PORT:KEY (or TVM_TRACKER_HOST/PORT/KEY and --rpc env)",
             )
-        return target
+        return device_target(spec if spec is not None else target, device_for(target))
     if kind != "llvm":
         raise TargetError(f"cannot tune for target kind {kind!r}")
+    if rpc is not None:
+        check_key(rpc)  # a key nobody serves would keep the runner waiting
     if target.attrs.get("num-cores"):
         return target
     config = dict(target.export())

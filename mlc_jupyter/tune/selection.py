@@ -28,6 +28,8 @@ class Best:
     mods: dict[str, Any] = field(default_factory=dict)
     traces: dict[str, Any] = field(default_factory=dict)
     retimed_s: dict[str, float] = field(default_factory=dict)
+    #: the mean of the chosen record's measurements during the search
+    measured_s: dict[str, float] = field(default_factory=dict)
 
 
 def _scheduled(mod: Any, trace: Any) -> Any:
@@ -36,14 +38,25 @@ def _scheduled(mod: Any, trace: Any) -> Any:
     return sch.mod
 
 
-def best_schedules(database: Any, tasks: Tasks, target: Any) -> Best:
-    """Each task's best schedule in ``database`` (TensorIR: the top records re-timed in turns)."""
+def _mean(record: Any) -> float | None:
+    secs = [float(x) for x in (record.run_secs or ())]
+    return sum(secs) / len(secs) if secs else None
+
+
+def best_schedules(database: Any, tasks: Tasks, target: Any, *, retime: bool = True) -> Best:
+    """Each task's best schedule in ``database`` (TensorIR: the top records re-timed in turns).
+
+    ``retime=False`` (candidates measured on an RPC device, which this machine cannot time)
+    takes each task's fastest record as measured.
+    """
     out = Best()
-    k = RETIME_TOP_K if tasks.kind == "tir" else 1
+    k = RETIME_TOP_K if tasks.kind == "tir" and retime else 1
     for name, mod in zip(tasks.names, tasks.mods, strict=False):
         if not database.has_workload(mod):
             continue
         top = database.get_top_k(database.commit_workload(mod), k)
+        if top and _mean(top[0]) is not None:
+            out.measured_s[name] = _mean(top[0])
         if k == 1:
             if top:
                 out.mods[name], out.traces[name] = _scheduled(mod, top[0].trace), top[0].trace

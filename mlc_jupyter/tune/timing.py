@@ -54,6 +54,29 @@ def time_relax(mod: Any, target: Any) -> float | None:
         return None
 
 
+def time_remote(spec: Any, mods: Sequence[Any], target: Any, name: str = "main") -> list[Any]:
+    """Median seconds of ``name`` of each module on the RPC server of ``spec``, in one session.
+
+    ``None`` for a module that cannot be timed there (an untuned GPU workload has no thread
+    bindings, so it does not build for a GPU) or when the server cannot be had any more: the
+    search's records are kept either way.
+    """
+    from ..compilation.remote import RemoteModules
+    from ..measure import time_module
+
+    out: list[Any] = [None] * len(mods)
+    try:
+        with RemoteModules(spec) as remote:
+            for index, mod in enumerate(mods):
+                try:
+                    out[index] = time_module(mod, target, func_name=name, remote=remote).median_s
+                except MLCError:
+                    continue
+    except MLCError:
+        pass
+    return out
+
+
 #: Argument buffer sets a group of kernels rotates through (see :class:`KernelSamplers`).
 ARG_SETS = 3
 

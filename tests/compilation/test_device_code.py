@@ -16,7 +16,6 @@ from build_support import (
     vector_add_gpu,
     window_sum_gpu,
 )
-from conftest import run_cell
 
 from mlc_jupyter.compilation import build_module
 from mlc_jupyter.compilation.device_code import (
@@ -105,9 +104,9 @@ def test_the_books_shared_memory_matmul_with_too_large_tiles_fails_at_build_time
 
 @needs_nvcc
 def test_mlc_build_points_at_the_cell_line_that_named_the_rejected_function(shell):
-    run_cell(shell, "%%tir --quiet\n" + UNDEFINED_DEVICE_FUNCTION.strip())
+    shell.run_cell("%%tir --quiet\n" + UNDEFINED_DEVICE_FUNCTION.strip(), store_history=True)
     number = shell.execution_count - 1
-    result = run_cell(shell, "%mlc_build CallsUnknown --target cuda")
+    result = shell.run_cell("%mlc_build CallsUnknown --target cuda", store_history=True)
     err = result.error_in_exec
     assert isinstance(err, KernelCompileError)
     label, line, text = err.cell

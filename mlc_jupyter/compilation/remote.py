@@ -1,0 +1,236 @@
+"""Devices behind a TVM RPC tracker, for building, timing and tuning from a machine without them.
+
+``--rpc HOST:PORT:KEY`` (or ``env``: ``TVM_TRACKER_HOST/PORT/KEY``) names a tracker and the key its
+servers registered with. Every step that can wait fails fast instead: the tracker must answer
+within seconds, the key must be registered, a server must become free within
+``REQUEST_TIMEOUT_S``, and the remote device must exist before anything is built for it. A GPU
+target is completed from the remote GPU (architecture, threads, shared memory), so a machine
+without that GPU builds for it exactly; modules go over as exported libraries, and the remote
+machine compiles their CUDA kernels when it loads them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import RemoteError, error_reason
+from ..tvm_compat import close_rpc_session, tvm
+
+#: How long to wait for a free server under the key before giving up.
+REQUEST_TIMEOUT_S = 60.0
+#: How long a tracker may take to accept a connection.
+CONNECT_TIMEOUT_S = 3.0
+#: The longest a session may live on the server (it frees the server after this).
+SESSION_TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class RPCSpec:
+    """Where to run: a tracker's host, port and the device key."""
+
+    host: str
+    port: int
+    key: str
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}:{self.key}"
+
+
+def parse_rpc(spec: str | RPCSpec | None) -> RPCSpec | None:
+    """Parse ``HOST:PORT:KEY``; with ``spec="env"`` read ``TVM_TRACKER_HOST/PORT/KEY``."""
+    if spec is None or isinstance(spec, RPCSpec):
+        return spec
+    if spec == "env":
+        host = os.environ.get("TVM_TRACKER_HOST")
+        port = os.environ.get("TVM_TRACKER_PORT")
+        key = os.environ.get("TVM_TRACKER_KEY")
+        if not (host and port and key):
+            raise RemoteError(
+                "--rpc env needs TVM_TRACKER_HOST, TVM_TRACKER_PORT and TVM_TRACKER_KEY set"
+            )
+        spec = f"{host}:{port}:{key}"
+    parts = spec.split(":")
+    if len(parts) != 3 or not parts[1].isdigit() or not parts[0] or not parts[2]:
+        raise RemoteError(
+            f"--rpc expects HOST:PORT:KEY (e.g. 127.0.0.1:9190:local), got {spec!r}",
+            hint="the key is the one the RPC servers registered with (rpc_server --key)",
+        )
+    return RPCSpec(parts[0], int(parts[1]), parts[2])
+
+
+def _tracker(host: str, port: int) -> tuple[Any, dict[str, Any]]:
+    """A tracker session and its summary, or a ``RemoteError`` within seconds."""
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+        tracker = tvm().rpc.connect_tracker(host, port)
+        return tracker, tracker.summary()
+    except Exception as err:  # noqa: BLE001 - TVM raises several types for a dead tracker
+        raise RemoteError(
+            f"cannot reach an RPC tracker at {host}:{port}: {str(err).splitlines()[0]}",
+            hint="start one with: python -m tvm.exec.rpc_tracker --host 0.0.0.0 --port 9190",
+        ) from None
+
+
+def list_devices(spec: str) -> list[dict[str, Any]]:
+    """One dict per device key: ``key``, ``free``, ``pending`` (``spec`` is ``HOST:PORT[:KEY]``)."""
+    parts = spec.split(":")
+    if len(parts) < 2 or not parts[1].isdigit():
+        raise RemoteError(f"expected HOST:PORT for the tracker, got {spec!r}")
+    _, summary = _tracker(parts[0], int(parts[1]))
+    out = []
+    for key, info in sorted(summary.get("queue_info", {}).items()):
+        if len(parts) > 2 and parts[2] and key != parts[2]:
+            continue
+        out.append({"key": key, "free": int(info["free"]), "pending": int(info["pending"])})
+    return out
+
+
+def check_key(spec: RPCSpec) -> None:
+    """Raise ``RemoteError`` unless a server is registered under ``spec.key`` (a request for a
+    key nobody serves would wait forever)."""
+    _, summary = _tracker(spec.host, spec.port)
+    keys = sorted(summary.get("queue_info", {}))
+    if spec.key not in keys:
+        raise RemoteError(
+            f"no RPC server is registered under key {spec.key!r} at {spec.host}:{spec.port}"
+            f" (registered: {', '.join(keys) or 'none'})",
+            hint="start one with: python -m tvm.exec.rpc_server --tracker HOST:PORT --key KEY",
+        )
+
+
+@contextlib.contextmanager
+def session(spec: RPCSpec, timeout_s: float = REQUEST_TIMEOUT_S) -> Iterator[Any]:
+    """A session on a free server under ``spec.key``, released when the block ends."""
+    check_key(spec)
+    tracker, _ = _tracker(spec.host, spec.port)
+    got: dict[str, Any] = {}
+
+    def request() -> None:
+        try:
+            got["session"] = tracker.request(
+                spec.key, priority=1, session_timeout=SESSION_TIMEOUT_S, max_retry=1
+            )
+        except Exception as err:  # noqa: BLE001 - reported below
+            got["error"] = err
+
+    worker = threading.Thread(target=request, name="mlc-rpc-request", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        tracker.close()  # unblocks the waiting request
+        raise RemoteError(
+            f"no server under key {spec.key!r} at {spec.host}:{spec.port} became free"
+            f" within {timeout_s:.0f} s",
+            hint="%mlc_devices HOST:PORT shows the free and pending servers",
+        )
+    if "error" in got:
+        raise RemoteError(
+            f"the tracker at {spec.host}:{spec.port} gave no session for {spec.key!r}:"
+            f" {str(got['error']).splitlines()[0]}"
+        )
+    try:
+        yield got["session"]
+    finally:
+        close_rpc_session(got.pop("session"))
+
+
+def remote_device(sess: Any, spec: RPCSpec, kind: str) -> Any:
+    """Device 0 of ``kind`` on the server, checked to exist there."""
+    try:
+        dev = sess.device(kind, 0)
+        exists = bool(dev.exist)
+    except Exception as err:  # noqa: BLE001 - the server's reason, first line
+        raise RemoteError(
+            f"the RPC server under {spec.key!r} cannot open a {kind} device: {_server_reason(err)}"
+        ) from None
+    if not exists:
+        raise RemoteError(
+            f"the RPC server under key {spec.key!r} at {spec.host}:{spec.port} has no {kind}"
+            " device (TVM there finds none)",
+            hint="check the key: %mlc_devices HOST:PORT; on the server, TVM must be built with"
+            f" {kind} and see the device",
+        )
+    return dev
+
+
+def remote_target(spec: RPCSpec, target: Any) -> Any:
+    """``target`` completed from the remote device (GPU kinds: architecture and limits).
+
+    Raises ``RemoteError`` when the server cannot be had or has no such device.
+    """
+    from .targets import device_target, is_gpu_target, resolve_target, target_kind
+
+    kind = target_kind(target)
+    with session(spec) as sess:
+        dev = remote_device(sess, spec, "cpu" if kind in ("llvm", "c") else kind)
+        return device_target(target, dev) if is_gpu_target(target) else resolve_target(target)
+
+
+class RemoteModules:
+    """Built modules loaded on one server, within one session (``with RemoteModules(spec)``)."""
+
+    def __init__(self, spec: RPCSpec) -> None:
+        self.spec = spec
+        self._session: Any = None
+        self._stack = contextlib.ExitStack()
+        self._loaded: dict[str, Any] = {}
+        self._tmp = ""
+
+    def __enter__(self) -> RemoteModules:
+        self._session = self._stack.enter_context(session(self.spec))
+        self._tmp = self._stack.enter_context(tempfile.TemporaryDirectory(prefix="mlc-rpc-"))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._loaded.clear()
+        self._session = None
+        self._stack.close()
+
+    def device(self, target: Any) -> Any:
+        """The remote device a module built for ``target`` runs on."""
+        from .targets import target_kind
+
+        kind = target_kind(target)
+        return remote_device(self._session, self.spec, "cpu" if kind in ("llvm", "c") else kind)
+
+    def load(self, built: Any) -> Any:
+        """``built``'s module on the server (exported, uploaded and loaded once per session)."""
+        key = built.key or str(id(built))
+        if key not in self._loaded:
+            name = f"mod_{len(self._loaded)}.so"
+            path = Path(self._tmp) / name
+            built.executable.export_library(str(path))
+            try:
+                self._session.upload(str(path))
+                self._loaded[key] = self._session.load_module(name)
+            except Exception as err:  # noqa: BLE001 - the server's reason, last line
+                raise RemoteError(
+                    f"the RPC server under {self.spec.key!r} cannot load the module:"
+                    f" {_server_reason(err)}",
+                    hint=_load_hint(str(err)),
+                ) from None
+        return self._loaded[key]
+
+
+def _server_reason(err: BaseException) -> str:
+    """The reason in an error that crossed RPC (the server's message, not the relay's)."""
+    return error_reason(str(err).split("Error caught from RPC call:", 1)[-1])
+
+
+def _load_hint(text: str) -> str:
+    if "load_from_bytes.cuda" in text:
+        return "TVM on the server has no CUDA runtime: build it with CUDA, on a machine with a GPU"
+    if "cuda-bindings" in text or "NVRTC" in text:
+        return (
+            "the server compiles CUDA kernels when it loads them: install cuda-bindings there,"
+            " or set TVM_CUDA_COMPILE_MODE=nvcc"
+        )
+    return ""
