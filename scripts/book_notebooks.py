@@ -128,6 +128,7 @@ def _unwrap(lines: list[str]) -> list[str]:
             out[-1] = head.rstrip() + (" " if head.endswith(" ") else "") + rest.lstrip()
         else:
             out.append(line.rstrip())
+    out = [x.replace(" ↴", " ").replace("↴", "") for x in out]  # a wrap mark left mid-line
     while out and not out[0].strip():
         out.pop(0)
     while out and not out[-1].strip():
@@ -254,6 +255,10 @@ ERRATA: tuple[tuple[str, int, str, str, str], ...] = (
      "book bug: the lines that build and check MyAdd are printed inside the class body"),
     ("ch7_graph_optimization", 5156, "global_var = builder_.add_func(",
      "global_var = self.builder_.add_func(", "book typo: builder_ is the mutator's self.builder_"),
+    ("ch6_1_gpu", 4246, 'np.zeros((1024,)), dtype="float32")', 'np.zeros((1024,), dtype="float32")',
+     "book typo: a closing parenthesis too many"),
+    ("ch6_2_hardware", 4569, "C_accumulator[:, :, :]", "C_accumulator[:, :]",
+     "book bug: the 16x16 accumulator is indexed with three slices"),
     ("ch6_2_hardware", 4866, "temp.repath(", "temp.relpath(",
      "book typo: TVM's tempdir has relpath, not repath"),
     ("ch6_2_hardware", 4895, "<!-- todo -->\n<!-- For CI, do not run this part of the code -->\n",
@@ -267,6 +272,8 @@ INDENTS: dict[tuple[str, int], list[int]] = {
     ("ch2_tensor_program", 676): [4, 0],
     ("ch5_integration", 3995): [4, 4],
     ("ch7_graph_optimization", 5156): [8, *[4] * 11, 8, 0, 0, 0, 0],
+    ("ch6_1_gpu", 4426): [4, 4, 4, 4, 4, 4, 4, 0],
+    ("ch6_2_hardware", 4787): [8, 0, 0, 0],
     ("ch7_graph_optimization", 5263): [4, 4, 4, *[0] * 7],
 }
 
@@ -287,6 +294,19 @@ LINE_INDENTS: dict[tuple[str, int], dict[str, int]] = {
         "bb.emit_func_output(output, fn_inputs)": 8,
     },
     ("ch7_graph_optimization", 5156): {"bb.emit_func_output(gv)": 12},
+    ("ch6_2_hardware", 4569): {
+        "accel_dma_copy(B_reg[:, :]": 16,
+        "accel_tmm_add(C_accumulator": 16,
+        "accel_dma_copy(C[i * 16": 12,
+    },
+    ("ch6_2_hardware", 4866): {
+        "from tvm.contrib import clang, utils": 4,
+        "temp = utils.tempdir()": 4,
+        "ll_path = temp.": 4,
+        "# Create LLVM ir from c source code": 4,
+        "ll_code = clang.create_llvm": 4,
+        "return ll_code": 4,
+    },
 }
 
 #: Fences where the PDF glued the printed output to the code: (notebook, fence line) -> the
@@ -299,13 +319,27 @@ LAYOUT_FIXES: tuple[tuple[str, int, str, str, str], ...] = (
     ("ch5_integration", 3821, "{'.'join(", "{'.'.join(", "the wrap at '.' dropped the '.'"),
     ("ch5_integration", 4064, "\n)\n    call_module_map", "\n    call_module_map",
      "the page break repeated the closing parenthesis"),
+    ("ch6_1_gpu", 4298, 'storage_scope="shared"")', 'storage_scope="shared")',
+     "the wrap inside the string repeated its quote"),
+    ("ch6_2_hardware", 4569, "C_ accumulator", "C_accumulator", "the wrap added a space"),
+    ("ch6_2_hardware", 4866, "int_stride_b", "int stride_b", "the wrap's space mark"),
+    ("ch6_2_hardware", 4787, "            )\n        )\n    )\n", "            )\n        )\n",
+     "the page break repeated the closing parenthesis"),
+    ("ch6_2_hardware", 4787, "strides=[sa, -1]", "strides=[sa, 1]", "extraction: '-1' for '1'"),
+    ("ch6_2_hardware", 4787, "strides=[sb, -1]", "strides=[sb, 1]", "extraction: '-1' for '1'"),
+    ("ch6_2_hardware", 4787, "strides=[sc, -1]", "strides=[sc, 1]", "extraction: '-1' for '1'"),
 )  # fmt: skip
 
 #: Cells the book runs to show an error, or that cannot run as printed: (notebook, fence line).
 EXPECTED_ERRORS: dict[tuple[str, int], str] = {}
 
 #: Cells that run a kernel on a CUDA GPU: without one they must fail with the "no GPU" message.
-GPU_CELLS: set[tuple[str, int]] = set()
+GPU_CELLS: set[tuple[str, int]] = {
+    ("ch6_1_gpu", 4246),
+    ("ch6_1_gpu", 4399),
+    ("ch6_1_gpu", 4483),
+    ("ch6_1_gpu", 4498),
+}
 
 
 def classify(name: str, fences: list[Fence]) -> None:

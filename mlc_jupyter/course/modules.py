@@ -61,6 +61,9 @@ class CourseModule:
         ``BenchmarkResult`` (``.mean``, ``.median``, ``.results``; ``print`` shows a summary).
         """
         from ..tvm_compat import benchmark_result
+        from .nd import require_device
+
+        require_device(dev, f"time_evaluator({func_name!r})")
 
         def timer(*args: Any) -> Any:
             timing = time_module(

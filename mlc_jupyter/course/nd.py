@@ -17,7 +17,8 @@ from ..tvm_compat import tensor_type
 _CPU = 1  # DLPack's device type of the host CPU
 
 
-def _check(device: Any, what: str) -> None:
+def require_device(device: Any, what: str) -> None:
+    """Raise the project's :class:`NoGPUError` when ``device`` is a GPU this machine lacks."""
     if device is None or int(device.dlpack_device_type()) == _CPU:
         return
     try:
@@ -36,7 +37,7 @@ def array(data: Any, device: Any = None, mem_scope: Any = None) -> Any:
     """A runtime tensor holding a copy of ``data`` (a NumPy array, list or tensor)."""
     import numpy as np
 
-    _check(device, "tvm.nd.array")
+    require_device(device, "tvm.nd.array")
     if hasattr(data, "numpy") and not isinstance(data, np.ndarray):
         data = data.numpy()
     return _tensor(np.asarray(data), device=device)
@@ -44,7 +45,7 @@ def array(data: Any, device: Any = None, mem_scope: Any = None) -> Any:
 
 def empty(shape: Any, dtype: str = "float32", device: Any = None, mem_scope: Any = None) -> Any:
     """An uninitialised runtime tensor."""
-    _check(device, "tvm.nd.empty")
+    require_device(device, "tvm.nd.empty")
     return _empty(shape, dtype=dtype, device=device)
 
 

@@ -116,3 +116,34 @@ def test_chapters_with_the_mlp_run_as_written_and_every_implementation_agrees(
     predictions = _predictions(nb)
     assert len(predictions) >= implementations, predictions
     assert len(set(predictions.values())) == 1, predictions  # same weights, same answer
+
+
+@pytest.mark.slow
+def test_chapter_6_1_builds_gpu_code_and_its_gpu_only_cells_say_no_gpu():
+    nb = _execute("ch6_1_gpu")
+    errors = _errors(nb)
+    gpu_cells = [c for c in _book_cells(nb) if c.metadata["mlc_book"].get("gpu")]
+    assert len(gpu_cells) == 4
+    gpu_lines = {c.metadata["mlc_book"]["fence_line"] for c in gpu_cells}
+    if errors:  # no GPU here: exactly the GPU cells fail, each with the short "no GPU" message
+        assert {line for line, _, _ in errors} == gpu_lines, errors
+        for _, ename, text in errors:
+            assert ename == "NoGPUError" or "NoGPUError" in text, text
+            assert "Traceback" not in text and len(text.splitlines()) <= 5, text
+    printed = "".join(_stream(c) for c in _book_cells(nb))
+    assert "__global__" in printed  # rt_mod.imported_modules[0].get_source() of the CUDA build
+    assert "kernel void" in printed  # and of the Metal build
+
+
+@pytest.mark.slow
+def test_chapter_6_2_tensorizes_onto_the_c_micro_kernel_compiled_with_gcc():
+    nb = _execute("ch6_2_hardware")
+    assert _errors(nb) == []
+    cells = _book_cells(nb)
+    assert all(c.execution_count for c in cells)
+    last = cells[-1]  # build the tensorized module and check it against NumPy
+    assert "assert_allclose" in last.source and "tvm.build(sch.mod" in last.source
+    kernel = next(c for c in cells if "pragma_import_llvm" in c.source)
+    assert kernel.metadata["mlc_book"]["edits"] == [
+        "book typo: TVM's tempdir has relpath, not repath"
+    ]
