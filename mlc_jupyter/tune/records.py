@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,12 +29,63 @@ class Record:
 
 
 def _json_database(work: Path, allow_missing: bool) -> Any:
+    repair_database(work)
     return metaschedule().database.JSONDatabase(
         path_workload=str(work / WORKLOADS_FILE),
         path_tuning_record=str(work / RECORDS_FILE),
         module_equality="structural",
         allow_missing=allow_missing,
     )
+
+
+def _whole_lines(path: Path) -> list[bytes]:
+    """The lines of ``path`` that are whole JSON, up to the first that is not; a last line that
+    lacks its newline counts if it is whole."""
+    if not path.exists():
+        return []
+    kept = []
+    for line in path.read_bytes().splitlines():
+        if not line.strip():
+            continue
+        try:
+            json.loads(line)
+        except ValueError:
+            break  # a half-written line: what follows it was appended to a torn file
+        kept.append(line)
+    return kept
+
+
+def repair_database(work_dir: Path) -> int:
+    """Drop what a killed writer left half-written in a work dir's database; the number of lines
+    dropped.
+
+    MetaSchedule appends one JSON line per workload and per record and cannot open a file whose
+    last line was cut short: a kernel killed in the middle of an append would leave a database
+    that no run resumes from. Every whole line is kept (a record names its workload by line
+    number, so records of a dropped workload go too) and each file is replaced in one step.
+    """
+    workloads_path, records_path = work_dir / WORKLOADS_FILE, work_dir / RECORDS_FILE
+    workloads = _whole_lines(workloads_path)
+    records = [r for r in _whole_lines(records_path) if _workload_index(r) < len(workloads)]
+    dropped = 0
+    for path, lines in ((workloads_path, workloads), (records_path, records)):
+        if not path.exists():
+            continue
+        data = b"".join(line + b"\n" for line in lines)
+        old = path.read_bytes()
+        if data != old:
+            dropped += old.count(b"\n") + (not old.endswith(b"\n") and bool(old)) - len(lines)
+            spare = path.with_name(f".{path.name}.{os.getpid()}")
+            spare.write_bytes(data)
+            os.replace(spare, path)
+    return dropped
+
+
+def _workload_index(line: bytes) -> int:
+    try:
+        return int(json.loads(line)[0])
+    except (ValueError, TypeError, IndexError, KeyError):
+        return 1 << 62  # not a record: dropped
 
 
 def create_database(work_dir: Path, fresh: bool = False) -> Any:
