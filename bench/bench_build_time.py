@@ -84,7 +84,7 @@ def bench_timing(target: str, runs: int) -> None:
 
     mod = parse_script(LISTING.read_text(), {}, kind="tir").objects["MyModule"]
     built = build_module(mod, target)
-    opts = dict(number=10, repeat=3, min_repeat_ms=0)
+    opts = {"number": 10, "repeat": 3, "min_repeat_ms": 0}
 
     def raw():
         rng = np.random.default_rng(0)

@@ -342,7 +342,7 @@ def parse_sizes(specs: list[str], trials: int) -> list[tuple[int, int, int]]:
     """``["128::3", "1024:256"]`` -> ``[(128, trials, 3), (1024, 256, 1)]``."""
     out = []
     for spec in specs:
-        size, count, seeds = (spec.split(":") + ["", ""])[:3]
+        size, count, seeds = ([*spec.split(":"), "", ""])[:3]
         out.append((int(size), int(count) if count else trials, int(seeds) if seeds else 1))
     return out
 

@@ -304,7 +304,7 @@ RULES: tuple[Rule, ...] = (
         re.compile(
             r"(?<![\w.])tvm\.(autotvm|auto_scheduler)\b|^\s*from\s+tvm\s+import\s+"
             r"(autotvm|auto_scheduler)\b"
-        ),  # fmt: skip
+        ),
         gone="AutoTVM and the auto-scheduler were removed in TVM 0.27: tune with MetaSchedule "
         "(ms.tune_tir, or %mlc_tune)",
     ),
@@ -526,7 +526,7 @@ def _shim_text(rule: Rule) -> str:
     if rule.shim_text:
         return rule.shim_text
     example = rule.pattern.search(rule.course.split(" / ")[0])
-    if example is None or rule.line_if is not None and not rule.line_if.search(rule.course):
+    if example is None or (rule.line_if is not None and not rule.line_if.search(rule.course)):
         return str(rule.shim) if isinstance(rule.shim, str) else rule.course
     text = rule.rewrite(example, shims=True) or ""
     return rule.course.split(" / ")[0].replace(example.group(0), text, 1)

@@ -221,7 +221,7 @@ class TraceError(MLCError):
     """A trace or a sampling decision that cannot be replayed."""
 
 
-class CellRaised(CellError):
+class CellRaised(CellError):  # noqa: N818 - named for what the cell did; the raised type leads
     """An ordinary code cell that failed inside TVM, shown at the cell line that raised.
 
     ``raised`` is the name of the original exception type (``ValueError``, ``ScheduleError``...);

@@ -49,7 +49,7 @@ def literal_spans(source: str) -> dict[int, list[Span]]:
     line = 1
     for match in _LITERAL.finditer(source):
         kind = "comment" if match.group("comment") is not None else "string"
-        begin, end = match.span()
+        begin, _end = match.span()
         while line < len(starts) and starts[line] <= begin:
             line += 1
         first = line

@@ -340,7 +340,7 @@ def relax_pipeline_names() -> list[str]:
     """Named Relax pipelines: TVM's registered ones plus ``target`` (fusion for the target)."""
     from tvm.relax.pipeline import PIPELINE_MAP
 
-    return sorted(n for n in PIPELINE_MAP if n != "static_shape_tuning") + ["target"]
+    return [*sorted(n for n in PIPELINE_MAP if n != "static_shape_tuning"), "target"]
 
 
 def relax_pipeline(name: str, target: Any) -> Any:
@@ -729,4 +729,4 @@ def load_executable(path: str, relax: bool) -> Any:
 def close_rpc_session(session: Any) -> None:
     """End an RPC session now, so its server is free again even while remote objects of the
     session are still referenced (a traceback keeps them); using them later raises."""
-    session._sess["CloseRPCConnection"]()  # noqa: SLF001 - TVM's RPCSession has no close()
+    session._sess["CloseRPCConnection"]()

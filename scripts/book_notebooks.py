@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
+import operator
 import re
 import sys
 from dataclasses import dataclass, field
@@ -162,10 +164,7 @@ def _candidates(previous: list[str]) -> list[int]:
     code = [x for x in previous if x.strip() and not x.strip().startswith("#")]
     last = code[-1] if code else ""
     here = _indent(last)
-    if last.rstrip().endswith(":"):
-        first = [here + 4]
-    else:
-        first = [here]
+    first = [here + 4] if last.rstrip().endswith(":") else [here]
     return list(dict.fromkeys([*first, *range(here, -1, -4), *range(here + 4, 25, 4)]))
 
 
@@ -402,12 +401,12 @@ def chapter_notebook(name: str, title: str, fences: list[Fence]) -> dict:
                 tags.append("raises-exception")
             cells.append(_code(text, meta, sorted(set(tags))))
         elif fence.kind == "d":
-            original = "\n".join(_unwrap(sum(fence.parts, [])))
+            original = "\n".join(_unwrap(functools.reduce(operator.iadd, fence.parts, [])))
             key = "torchvision" if "torchvision" in original else "wget"
             meta.update(kind="substituted", book_text=original)
             cells.append(_code(SUBSTITUTES[key], meta))
         else:
-            text = "\n".join(_unwrap(sum(fence.parts, [])))
+            text = "\n".join(_unwrap(functools.reduce(operator.iadd, fence.parts, [])))
             label = {
                 "o": "The book's output:",
                 "m": "Listing (shown by the book, not run):",

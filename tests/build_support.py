@@ -36,7 +36,7 @@ def transform(mod: Any, jfactor: int) -> Any:
     """The book's §2.4 exercise: split j by ``jfactor``, reorder, move C under j0."""
     sch = Schedule(mod)
     block_y = sch.get_sblock("Y", func_name="mm_relu")
-    i, j, k = sch.get_loops(block_y)
+    _i, j, k = sch.get_loops(block_y)
     j0, j1 = sch.split(j, factors=[None, jfactor])
     sch.reorder(j0, k, j1)
     sch.reverse_compute_at(sch.get_sblock("C", "mm_relu"), j0)
@@ -64,7 +64,7 @@ def window_sum_gpu() -> Any:
     a_shared = sch.cache_read(block_c, read_buffer_index=0, storage_scope="shared")
     sch.compute_at(a_shared, i1)
     ax = sch.get_loops(a_shared)[-1]
-    ax0, ax1 = sch.split(ax, [None, 128])
+    _ax0, ax1 = sch.split(ax, [None, 128])
     sch.bind(ax1, "threadIdx.x")
     return sch.mod
 

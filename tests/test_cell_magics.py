@@ -188,7 +188,7 @@ def test_undefined_variable_is_reported_at_its_cell_line_with_a_caret(shell):
 
 
 def test_unknown_t_name_is_reported_at_its_line(shell):
-    err, shown = _error(shell, MM_RELU_COURSE.replace("T.max(", "T.maximum_of("))
+    err, _shown = _error(shell, MM_RELU_COURSE.replace("T.max(", "T.maximum_of("))
     assert str(err).startswith("line 24, column 29:")
     assert "has no attribute 'maximum_of'" in str(err)
 

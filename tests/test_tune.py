@@ -21,7 +21,7 @@ def first_run(tmp_path_factory):
 
 
 def test_progress_events_arrive_with_trials_and_a_falling_best_latency(first_run):
-    result, events, _ = first_run
+    _result, events, _ = first_run
     assert events, "no progress event arrived"
     assert events[-1].trials_done == events[-1].trials_total == 24
     done = [e.trials_done for e in events]
@@ -84,7 +84,7 @@ def test_top_records_are_fastest_first_and_replay_on_their_workload(first_run):
 def test_a_second_run_resumes_without_measuring_again(first_run):
     from mlc_jupyter.tune import tune
 
-    first, _, work = first_run
+    _first, _, work = first_run
     events = []
     again = tune(matmul(128), trials=32, per_iter=8, work_dir=work, seed=0,
                  on_progress=events.append)  # fmt: skip

@@ -31,5 +31,5 @@ def test_an_unreachable_tracker_gets_a_short_message():
     from mlc_jupyter.errors import RemoteError
     from mlc_jupyter.tune import list_devices
 
-    with pytest.raises(RemoteError, match="cannot reach an RPC tracker at 127.0.0.1"):
+    with pytest.raises(RemoteError, match=r"cannot reach an RPC tracker at 127\.0\.0\.1"):
         list_devices(f"127.0.0.1:{free_port()}")

@@ -40,7 +40,7 @@ def make_book():
     mod = parse_tir(BOOK_MODULE)
     for seed in range(1, 200):
         sch = stochastic_schedule_mm(Schedule(mod, seed=seed))
-        if [int(x) for x in list(sch.trace.decisions.values())[0]] == [16, 8]:
+        if [int(x) for x in next(iter(sch.trace.decisions.values()))] == [16, 8]:
             return mod, sch
     raise AssertionError("no seed gave the book's [16, 8]")
 

@@ -48,11 +48,9 @@ def loop_extent_mismatches(func: Any) -> list[tuple[str, str, int, int]]:
             for iter_var, value in zip(block.iter_vars, stmt.iter_values, strict=False):
                 loop_extent = loops.get(value) if isinstance(value, nodes.Var) else None
                 dom = iter_var.dom.extent
-                if isinstance(loop_extent, nodes.IntImm) and isinstance(dom, nodes.IntImm):
-                    if int(loop_extent) != int(dom):
-                        found.append(
-                            (block.name_hint, iter_var.var.name, int(loop_extent), int(dom))
-                        )
+                both_known = isinstance(loop_extent, nodes.IntImm) and isinstance(dom, nodes.IntImm)
+                if both_known and int(loop_extent) != int(dom):
+                    found.append((block.name_hint, iter_var.var.name, int(loop_extent), int(dom)))
         for field in _CHILD_FIELDS:
             child = getattr(stmt, field, None)
             if child is None:

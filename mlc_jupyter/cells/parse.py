@@ -94,7 +94,7 @@ def parse_script(
         ):
             warnings.simplefilter("always")
             exec(code, module.__dict__)  # noqa: S102 - running the user's own cell is the point
-    except BaseException as err:  # noqa: BLE001 - every failure is reported at its cell line
+    except BaseException as err:  # every failure is reported at its cell line
         if isinstance(err, KeyboardInterrupt):
             raise
         raise located.from_exception(err, kind, why) from None

@@ -26,7 +26,7 @@ def _latency(seconds: float | None) -> str:
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return "?"
-    seconds = int(round(seconds))
+    seconds = round(seconds)
     return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 

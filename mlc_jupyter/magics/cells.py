@@ -46,7 +46,7 @@ class CellMagics(Magics):
             cell, self.shell.user_ns, kind=kind, first_line=2,
             cell_name=f"In [{number}]" if number > 0 else f"the %%{kind} cell",
         )  # fmt: skip
-        name, value = _bind(self.shell, parsed, args.name)
+        _name, value = _bind(self.shell, parsed, args.name)
         for message in parsed.warnings:
             print(f"warning: {message}")
         if getattr(args, "graph", False):

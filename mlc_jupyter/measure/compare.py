@@ -63,7 +63,12 @@ def time_functions(
                 ref if ref is not None else first, inputs, sig, first.target, namespace
             )
         let_threads_settle(after=ref)  # a NumPy or PyTorch reference leaves spinning threads
-        options = dict(number=number, repeat=repeat, min_repeat_ms=min_repeat_ms, remote=remote)
+        options = {
+            "number": number,
+            "repeat": repeat,
+            "min_repeat_ms": min_repeat_ms,
+            "remote": remote,
+        }
         timings: list[Timing] = []
         for name, built in builts.items():
             fname = names[name] if names[name] in built.signatures else None
@@ -136,4 +141,4 @@ def report_for(timing: Timing) -> TimingReport:
     return _finish([timing])
 
 
-__all__ = ["Built", "time_functions", "report_for"]
+__all__ = ["Built", "report_for", "time_functions"]

@@ -163,7 +163,7 @@ class ScheduleSession:
         for name in names:
             try:
                 loops = sch.get_loops(get_block(sch, name))
-            except Exception:  # noqa: BLE001 - a name shared by several functions
+            except Exception:  # noqa: BLE001,S112 - a name shared by several functions
                 continue
             labels = []
             for rv in loops:

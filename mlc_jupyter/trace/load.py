@@ -7,6 +7,7 @@ candidate modules (e.g. the notebook's IRModules); the one the trace replays ont
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -102,11 +103,7 @@ def _is_dir(text: str) -> bool:
 
 def _pick_module(trace: Any, final: Any, candidates: Iterable[Any], label: str) -> Any:
     """The first candidate the trace replays onto (giving ``final`` when it is known)."""
-    seen = 0
-    for cand in candidates:
-        seen += 1
-        if seen > 50:
-            break
+    for cand in itertools.islice(candidates, 50):
         out = replays(trace, cand)
         if out is not None and (final is None or structural_equal(out, final)):
             return as_module(cand)

@@ -44,7 +44,7 @@ class Pending:
     """A candidate the builder accepted and the runner compiles: alone before the first
     measurement of a batch, then together with the rest of the batch (:func:`compile_all`)."""
 
-    __slots__ = ("mod", "target", "future")
+    __slots__ = ("future", "mod", "target")
 
     def __init__(self, mod: Any, target: Any) -> None:
         self.mod = mod

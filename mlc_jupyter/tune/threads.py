@@ -7,6 +7,7 @@ runs on the measuring thread. Importing this module does not import TVM.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable
@@ -67,10 +68,8 @@ def unpin_this_thread() -> None:
     and XGBoost's threads inherit the mask, so after a ``%mlc_time`` in the same kernel the
     whole search would share one core.
     """
-    try:
+    with contextlib.suppress(AttributeError, OSError, ValueError):
         os.sched_setaffinity(0, range(os.cpu_count() or 1))
-    except (AttributeError, OSError, ValueError):
-        pass
 
 
 def target_cores(target: Any) -> int:

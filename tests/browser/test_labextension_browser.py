@@ -172,7 +172,7 @@ def test_the_schedule_commands_insert_the_export_and_open_a_stepper_below_the_ce
 def _put_settings(server, raw: str) -> None:
     import urllib.request
 
-    request = urllib.request.Request(
+    request = urllib.request.Request(  # noqa: S310 - the test's own server on loopback
         f"{server.url}/lab/api/settings/mlc-jupyter:plugin",
         data=json.dumps({"raw": raw}).encode(),
         method="PUT",

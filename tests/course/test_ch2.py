@@ -26,7 +26,7 @@ def _book_transform(mod, jfactor):
     """The book's §2.4.5 exercise ``transform`` (split j, reorder, reverse_compute_at)."""
     sch = tvm_compat.Schedule(mod)
     block_y = sch.get_sblock("Y", func_name="mm_relu")
-    i, j, k = sch.get_loops(block_y)
+    _i, j, k = sch.get_loops(block_y)
     j0, j1 = sch.split(j, factors=[None, jfactor])
     sch.reorder(j0, k, j1)
     sch.reverse_compute_at(sch.get_sblock("C", "mm_relu"), j0)
@@ -111,7 +111,7 @@ def test_exercise_3_schedule_reaches_the_books_target_module(shell):
     run_listing(shell, "ch2_bmm_relu")
     sch = tvm_compat.Schedule(shell.user_ns["MyBmmRelu"])
     block_y = sch.get_sblock("Y", func_name="bmm_relu")
-    n, i, j, k = sch.get_loops(block_y)
+    n, _i, j, k = sch.get_loops(block_y)
     j0, j1 = sch.split(j, factors=[None, 8])
     k0, k1 = sch.split(k, factors=[None, 4])
     sch.reorder(j0, k0, k1, j1)

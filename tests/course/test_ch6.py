@@ -46,7 +46,7 @@ def test_window_sum_runs_on_cpu_and_its_shared_memory_schedule_becomes_a_cuda_ke
     a_shared = sch.cache_read(block_c, read_buffer_index=0, storage_scope="shared")
     sch.compute_at(a_shared, i1)
     ax = sch.get_loops(a_shared)[-1]
-    ax0, ax1 = sch.split(ax, [None, nthread])
+    _ax0, ax1 = sch.split(ax, [None, nthread])
     sch.bind(ax1, "threadIdx.x")
     source = cuda_source(sch.mod)
     # The shared stage is compacted to the 130 elements one thread block reads.

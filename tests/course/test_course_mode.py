@@ -85,7 +85,7 @@ def test_rerunning_a_split_fails_with_a_short_message_at_the_typed_line(shell):
 
 
 def test_a_gpu_array_without_a_gpu_says_so_at_the_users_column(shell):
-    result, captured = _run(
+    _result, captured = _run(
         shell, "import numpy as np, tvm\nx = tvm.nd.array(np.zeros(4), tvm.cuda(0))"
     )
     if shell.user_ns.get("x") is not None:

@@ -19,7 +19,7 @@ from mlc_jupyter.graph import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "passes"))
-from chapter7 import MULTIPLY_ADD, load_chapter  # noqa: E402
+from chapter7 import MULTIPLY_ADD, load_chapter
 
 needs_dot = pytest.mark.skipif(not dot_available(), reason="Graphviz's dot is not installed")
 FUSE = "relax.transform.LegalizeOps()\nrelax.transform.AnnotateTIROpPattern()\nrelax.transform.FuseOps()"

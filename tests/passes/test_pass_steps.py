@@ -26,7 +26,7 @@ def chapter(shell):
 def test_the_books_fusion_and_lowering_step_through_to_the_books_final_module(shell, chapter):
     book = {**chapter}
     cell = listing("ch7_matmul_add_fusor") + listing("ch7_lower_to_tensorir")
-    exec(translate(cell).source, book)  # the book's plain Python, in TVM 0.27's names
+    exec(translate(cell).source, book)  # noqa: S102 - the book's plain Python, in TVM 0.27's names
     shell.run_cell_magic("mlc_passes", "MLPModel --as MLPDone", cell)
     ns = shell.user_ns
     tvm_compat.assert_structural_equal(ns["MLPDone"], book["MLPModelFinal"])
