@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from mlc_jupyter.compilation.device_code import find_nvcc
+
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
@@ -192,6 +194,8 @@ def test_gpu_notebook_shows_cuda_kernels_and_runs_them_only_on_a_gpu():
     streams = _streams(nb)
     if "GPU present: False" in streams:
         assert "no GPU here" in streams
+        if find_nvcc():  # the kernels were compiled to GPU code all the same
+            assert streams.count("device code: sm_80 cubin by nvcc") == 4, streams
     else:
         libs = ("blocked_sch_lib", "shared_sch_lib")
         _assert_checked_and_timed(_table_with(nb, *libs), *libs)

@@ -16,7 +16,7 @@ from ..errors import BuildError, CallError, NoGPUError, error_reason
 from ..tvm_compat import BOUND_CHECK_MESSAGE, empty, tensor, tensor_type, tvm
 from .bounds import stopped_out_of_bounds
 from .inspect import Signature, missing_symbols
-from .targets import device_for, gpu_present, is_gpu_target
+from .targets import device_for, gpu_present, is_gpu_target, resolve_target
 
 
 def _kind(value: Any) -> str:
@@ -76,13 +76,24 @@ def prepare(built: Any, name: str | None, *, local: bool = True) -> Signature:
             hint="load the library that defines them (ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL))"
             " or provide them with pragma_import_llvm",
         )
-    if local and is_gpu_target(built.target) and not gpu_present(built.target):
-        raise NoGPUError(
-            f"no GPU is present: {name} was built for {built.target.kind.name} and cannot run here",
-            hint="time it on a GPU machine with --rpc HOST:PORT:KEY; the code is readable:"
-            " %mlc_build ... --show cuda",
-        )
+    if local:
+        require_device_here(built.target, f"{name} was built for")
     return sigs[name]
+
+
+def require_device_here(target: Any, what: str = "the target is") -> None:
+    """Raise ``NoGPUError`` when ``target`` runs on a GPU this machine does not have.
+
+    Called before anything is built or run for a local measurement, so every GPU path without
+    a GPU stops at once with the same message.
+    """
+    if is_gpu_target(target) and not gpu_present(target):
+        kind = resolve_target(target).kind.name
+        raise NoGPUError(
+            f"no GPU is present: {what} {kind} and cannot run here",
+            hint="run and time it on a GPU machine with --rpc HOST:PORT:KEY; the code is"
+            " readable: %mlc_build ... --show cuda",
+        )
 
 
 def to_device(

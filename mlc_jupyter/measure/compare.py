@@ -6,7 +6,7 @@ import contextlib
 import dataclasses
 from typing import Any
 
-from ..compilation.call import prepare
+from ..compilation.call import prepare, require_device_here
 from ..compilation.remote import RemoteModules, parse_rpc
 from ..errors import MLCError, RemoteError
 from ..results import Built, Timing, TimingReport
@@ -48,10 +48,14 @@ def time_functions(
     """
     if not variants:
         raise MLCError("nothing to time: name at least one built function or module")
+    spec = parse_rpc(rpc)
+    if spec is None and any(
+        not isinstance(getattr(v, "built", v), Built) for v in variants.values()
+    ):
+        require_device_here(target, "the module to time is for")  # before building it
     builts = {name: as_built(obj, target) for name, obj in variants.items()}
     names = {name: function_name_of(obj, func_name) for name, obj in variants.items()}
     first = next(iter(builts.values()))
-    spec = parse_rpc(rpc)
     with RemoteModules(spec) if spec else contextlib.nullcontext() as remote:
         sig = prepare(first, names[next(iter(builts))], local=remote is None)
         inputs = list(args) if args is not None else random_inputs(sig, seed)

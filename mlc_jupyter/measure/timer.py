@@ -8,7 +8,13 @@ import time
 from typing import Any
 
 from ..compilation import build_module, describe_target, device_for, wait_for_saved_builds
-from ..compilation.call import prepare, relax_vm, runtime_function, to_device
+from ..compilation.call import (
+    prepare,
+    relax_vm,
+    require_device_here,
+    runtime_function,
+    to_device,
+)
 from ..errors import MLCError, TimingError, error_reason
 from ..results import Built, Timing
 from ..tvm_compat import IRModule, PrimFunc, estimate_tir_flops
@@ -101,6 +107,8 @@ def time_module(
     ``remote`` (a :class:`~mlc_jupyter.compilation.remote.RemoteModules`) runs and times the
     function on an RPC server's device instead of this machine's.
     """
+    if remote is None and not isinstance(getattr(mod_or_built, "built", mod_or_built), Built):
+        require_device_here(target, "the module to time is for")  # before building it
     built = as_built(mod_or_built, target)
     sig, run = _placed(built, function_name_of(mod_or_built, func_name), remote)
     label = name or sig.name

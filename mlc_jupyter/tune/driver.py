@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..compilation import device_for, is_gpu_target
 from ..compilation.bounds import check_bounds
-from ..errors import TuneError, error_reason
+from ..errors import BuildError, TuneError, error_reason
 from ..measure import estimate_flops
 from ..results import TuneProgress, TuneResult
 from ..tvm_compat import (
@@ -30,7 +31,6 @@ from ..tvm_compat import (
     metaschedule,
     metaschedule_outside_notebook,
     metaschedule_task_loggers,
-    tvm,
 )
 from .builder import InProcessBuilder
 from .callback import RecordAndReport
@@ -153,7 +153,7 @@ def _search(
     if run.rpc:
         runner = make_rpc_runner(run.rpc)
     else:
-        runner = InProcessRunner(shared, tvm().cpu(0), target_cores(run.target))
+        runner = InProcessRunner(shared, device_for(run.target), target_cores(run.target))
     contexts = _task_contexts(run.tasks, run.target, run.work, space, seed)
     with _logs_to_file(run.log_path):
         try:
@@ -268,12 +268,23 @@ def _tuned_tir(run: _Run, best: Best) -> tuple[Any, float | None, float | None, 
         if latency is None and len(tasks.mods) == 1:
             latency = best.measured_s.get(tasks.names[0])
         return tuned, baseline, latency, best.traces.get(tasks.names[0])
-    baseline = time_tir(tasks.workload, run.target, name)
+    baseline = _untuned_latency(run, name)
     if len(tasks.mods) == 1 and tasks.names[0] in best.retimed_s:
         latency = best.retimed_s[tasks.names[0]]
     else:
         latency = time_tir(tuned, run.target, name)
     return tuned, baseline, latency, best.traces.get(tasks.names[0])
+
+
+def _untuned_latency(run: _Run, name: str) -> float | None:
+    """The untuned workload's latency; ``None`` for a GPU workload without thread bindings
+    (TVM would build it as host code, so it has no GPU time to compare with)."""
+    try:
+        return time_tir(run.tasks.workload, run.target, name)
+    except BuildError:
+        if is_gpu_target(run.target):
+            return None
+        raise
 
 
 def _tuned_relax(run: _Run, best: Best, shared: Shared) -> tuple[Any, Any, Any, Any]:

@@ -120,12 +120,14 @@ class KernelSamplers:
         sets = self._sets[key]
         runtime = built.executable.mod
         func = runtime[sig.name]
+        device = device_for(built.target)
         func(*sets[0])  # the first call pays one-time costs
+        device.sync()
         start = time.perf_counter()
         func(*sets[0])
+        device.sync()  # a GPU call returns at launch: time the kernel, not the launch
         once = max(time.perf_counter() - start, 1e-9)
         number = max(1, min(1 << 20, math.ceil(self.min_sample_s / once)))
-        device = device_for(built.target)
         evaluator = runtime.time_evaluator(sig.name, device, number=number, repeat=1)
         turn = itertools.cycle(range(len(sets)))
         return lambda: float(evaluator(*sets[next(turn)]).mean)
