@@ -58,10 +58,11 @@ CHAPTERS = (
 #: mark runnable cells ``{.python .input}``; listings, outputs and exercise templates are not run):
 #: c = code cell, o = printed output, m = a listing the book shows but does not run, s = a shell
 #: command for the reader, x = an exercise template left to the reader (TODOs),
-#: d = a cell that downloads data (replaced, see :data:`SUBSTITUTES`).
+#: d = a cell that downloads data (replaced, see :data:`SUBSTITUTES`), e = a listing the book
+#: prints to show an error: kept as a code cell that must fail (see :data:`EXPECTED_ERRORS`).
 KINDS = {
     "ch2_tensor_program": (
-        "mmscccccmmmmmmmmmmcmcococccccccccccccocccocccocmccccococccoxccoxccxcxxx"
+        "mmscccccmmmmmmeemmcmcococccccccccccccocccocccocmccccococccoxccoxccxcxxx"
     ),
     "ch3_end_to_end": ("cdocdccoccmmmcmmcmmccoccccocmcccccc"),
     "ch4_auto_optimization": (
@@ -254,6 +255,14 @@ ERRATA: tuple[tuple[str, int, str, str, str], ...] = (
      "book bug: the lines that build and check MyAdd are printed inside the class body"),
     ("ch7_graph_optimization", 5156, "global_var = builder_.add_func(",
      "global_var = self.builder_.add_func(", "book typo: builder_ is the mutator's self.builder_"),
+    ("ch4_auto_optimization", 2246, "sch.mod.script())))", "sch.mod.script()))",
+     "book typo: a closing parenthesis too many"),
+    ("ch4_auto_optimization", 2452, "sch.mod.script())))", "sch.mod.script()))",
+     "book typo: a closing parenthesis too many"),
+    ("ch4_auto_optimization", 2485, "sch.mod.script())))", "sch.mod.script()))",
+     "book typo: a closing parenthesis too many"),
+    ("ch4_auto_optimization", 2501, "sch.mod.script())))", "sch.mod.script()))",
+     "book typo: a closing parenthesis too many"),
     ("ch6_1_gpu", 4246, 'np.zeros((1024,)), dtype="float32")', 'np.zeros((1024,), dtype="float32")',
      "book typo: a closing parenthesis too many"),
     ("ch6_2_hardware", 4569, "C_accumulator[:, :, :]", "C_accumulator[:, :]",
@@ -287,6 +296,12 @@ LINE_INDENTS: dict[tuple[str, int], dict[str, int]] = {
     },
     ("ch3_end_to_end", 1905): {"print(nd_res)": 0},
     ("ch5_integration", 3625): {"bb.emit_func_output(R, params=[A, B])": 4},
+    ("ch4_auto_optimization", 3201): {
+        'lv1 = R.call_dps_packed("env.relu"': 12,
+        'out = R.call_dps_packed("env.linear"': 12,
+        "R.output(out)": 12,
+        "return out": 8,
+    },
     # as in the book's sources: the function is finalised after the dataflow block
     ("ch5_integration", 3821): {
         "# output and finalize the function": 8,
@@ -310,7 +325,10 @@ LINE_INDENTS: dict[tuple[str, int], dict[str, int]] = {
 
 #: Fences where the PDF glued the printed output to the code: (notebook, fence line) -> the
 #: output's first characters (it and what follows are the output, not the cell).
-GLUED_OUTPUT: dict[tuple[str, int], str] = {("ch3_end_to_end", 1905): "[ [-21.10578"}
+GLUED_OUTPUT: dict[tuple[str, int], str] = {
+    ("ch3_end_to_end", 1905): "[ [-21.10578",
+    ("ch4_auto_optimization", 2606): "# from tvm import tir",
+}
 
 #: Text the PDF's layout lost or moved (not the book's content): (notebook, fence line, as
 #: extracted, as printed, what happened). The cell still counts as verbatim.
@@ -330,7 +348,11 @@ LAYOUT_FIXES: tuple[tuple[str, int, str, str, str], ...] = (
 )  # fmt: skip
 
 #: Cells the book runs to show an error, or that cannot run as printed: (notebook, fence line).
-EXPECTED_ERRORS: dict[tuple[str, int], str] = {}
+EXPECTED_ERRORS: dict[tuple[str, int], str] = {
+    ("ch2_tensor_program", 500): "the book's syntax of a block axis, not Python: a syntax error",
+    ("ch2_tensor_program", 529): "the book's loop/block-iterator mismatch, printed with an error "
+    "marker under the line: a syntax error at the marker",
+}
 
 #: Cells that run a kernel on a CUDA GPU: without one they must fail with the "no GPU" message.
 GPU_CELLS: set[tuple[str, int]] = {
@@ -387,9 +409,9 @@ def chapter_notebook(name: str, title: str, fences: list[Fence]) -> dict:
     ]
     for fence in fences:
         meta: dict = {"fence_line": fence.line}
-        if fence.kind == "c":
+        if fence.kind in "ce":
             text = cell_text(name, fence)
-            meta["kind"] = "code"
+            meta["kind"] = "code" if fence.kind == "c" else "error on purpose"
             if fence.repairs:
                 meta["edits"] = fence.repairs
             tags = []
@@ -475,7 +497,7 @@ def census(notebooks: dict[str, dict]) -> dict[str, int]:
     for nb in notebooks.values():
         for cell in nb["cells"]:
             meta = cell["metadata"].get("mlc_book", {})
-            if meta.get("kind") not in ("code", "substituted"):
+            if meta.get("kind") not in ("code", "substituted", "error on purpose"):
                 continue
             counts["code cells"] += 1
             if meta["kind"] == "substituted":
