@@ -22,17 +22,13 @@ __all__ = [
     "unload_ipython_extension",
 ]
 
-#: Public names loaded on first use, so that importing the package stays cheap (no TVM).
-_LAZY = {
-    "PassStepper": "mlc_jupyter.widgets",
-    "ScheduleStepper": "mlc_jupyter.widgets",
-    "TraceReplay": "mlc_jupyter.widgets",
-}
+#: The widgets, loaded on first use (with anywidget), so that importing the package stays cheap.
+_WIDGETS = ("PassStepper", "ScheduleStepper", "TraceReplay")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in _WIDGETS:
+        return getattr(importlib.import_module(".widgets", __name__), name)
     raise AttributeError(f"module 'mlc_jupyter' has no attribute {name!r}")
 
 

@@ -296,8 +296,24 @@ class ScheduleStep:
     mod: Any = field(default=None, compare=False, repr=False)
 
 
+class _StepsOutcome:
+    """What a run of steps (schedule or passes) says about its outcome."""
+
+    initial_script: str
+    steps: tuple[Any, ...]
+    error: Any
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def final_script(self) -> str:
+        return self.steps[-1].script if self.steps else self.initial_script
+
+
 @dataclass(frozen=True)
-class ScheduleRun:
+class ScheduleRun(_StepsOutcome):
     """A schedule cell run step by step: the initial module, the steps and the outcome.
 
     ``error`` is the :class:`~mlc_jupyter.errors.ScheduleStepError` of the failing statement (the
@@ -310,14 +326,6 @@ class ScheduleRun:
     error: Any = None
     sch: Any = field(default=None, compare=False, repr=False)
     namespace: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
-    def final_script(self) -> str:
-        return self.steps[-1].script if self.steps else self.initial_script
 
 
 @dataclass(frozen=True)
@@ -343,7 +351,7 @@ class PassStep:
 
 
 @dataclass(frozen=True)
-class PassRun:
+class PassRun(_StepsOutcome):
     """Passes applied one by one: the initial module, the steps and the outcome.
 
     ``error`` is the :class:`~mlc_jupyter.errors.PassStepError` of the failing statement (the
@@ -358,14 +366,6 @@ class PassRun:
     namespace: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     initial_op_counts: dict[str, int] = field(default_factory=dict)
     code: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
-    def final_script(self) -> str:
-        return self.steps[-1].script if self.steps else self.initial_script
 
     def module_at(self, index: int) -> Any:
         """The module after step ``index`` (0: the initial module)."""

@@ -11,8 +11,7 @@ from typing import Any
 
 from ..graph import function_graph, relax_function_names
 from .graph import graph_html
-from .highlight import highlight_html
-from .schedule import BOX_STYLE
+from .schedule import steps_html
 
 __all__ = ["passes_bundle", "passes_text", "step_summary"]
 
@@ -51,11 +50,6 @@ def passes_bundle(run: Any) -> dict[str, str]:
         + "</li>"
         for s in run.steps
     )
-    error = (
-        f'<div style="color: var(--jp-error-color1, #c62828)">{html.escape(str(run.error))}</div>'
-        if run.error is not None
-        else ""
-    )
     last = run.module_at(len(run.steps))
     before, after = _graph_or_nothing(run.initial_mod), _graph_or_nothing(last)
     graphs = (
@@ -64,10 +58,5 @@ def passes_bundle(run: Any) -> dict[str, str]:
         if before or after
         else ""
     )
-    body = (
-        f'<div class="mlc-passes-static" style="{BOX_STYLE}">'
-        f"<div><b>passes</b>: {len(run.steps)} steps</div>"
-        f'<ol style="margin: 4px 0 6px 1.2em; padding: 0">{items}</ol>{error}{graphs}'
-        f"<div>final module:</div>{highlight_html(run.final_script)}</div>"
-    )
-    return {"text/html": body, "text/plain": passes_text(run)}
+    html_text = steps_html("passes", run, items, graphs)
+    return {"text/html": html_text, "text/plain": passes_text(run)}

@@ -29,21 +29,26 @@ def schedule_text(run: Any) -> str:
     return "\n".join(lines)
 
 
+def steps_html(kind: str, run: Any, items: str, extra: str = "") -> str:
+    """The static view of a run of steps (schedule or passes): the list, the error, ``extra``
+    (HTML placed before the final module) and the final module highlighted."""
+    error = (
+        f'<div style="color: var(--jp-error-color1, #c62828)">{html.escape(str(run.error))}</div>'
+        if run.error is not None
+        else ""
+    )
+    return (
+        f'<div class="mlc-{kind}-static" style="{BOX_STYLE}">'
+        f"<div><b>{kind}</b>: {len(run.steps)} steps</div>"
+        f'<ol style="margin: 4px 0 6px 1.2em; padding: 0">{items}</ol>{error}{extra}'
+        f"<div>final module:</div>{highlight_html(run.final_script)}</div>"
+    )
+
+
 def schedule_bundle(run: Any) -> dict[str, str]:
     """``text/html`` (steps + final IR, inline styles, theme variables) and ``text/plain``."""
     items = "".join(
         f"<li><code>line {s.line}</code>: <code>{html.escape(s.source.strip())}</code></li>"
         for s in run.steps
     )
-    error = (
-        f'<div style="color: var(--jp-error-color1, #c62828)">{html.escape(str(run.error))}</div>'
-        if run.error is not None
-        else ""
-    )
-    body = (
-        f'<div class="mlc-schedule-static" style="{BOX_STYLE}">'
-        f"<div><b>schedule</b>: {len(run.steps)} steps</div>"
-        f'<ol style="margin: 4px 0 6px 1.2em; padding: 0">{items}</ol>{error}'
-        f"<div>final module:</div>{highlight_html(run.final_script)}</div>"
-    )
-    return {"text/html": body, "text/plain": schedule_text(run)}
+    return {"text/html": steps_html("schedule", run, items), "text/plain": schedule_text(run)}

@@ -1,16 +1,7 @@
 // Stepper front end (schedule steps and pass steps): draws the traits, sends user actions back.
 // No state of its own except what is being typed into the interactive form.
 
-function h(tag, attrs = {}, ...children) {
-  const el = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (key === "class") el.className = value;
-    else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
-    else el.setAttribute(key, value);
-  }
-  for (const child of children) if (child !== null && child !== undefined) el.append(child);
-  return el;
-}
+// h(tag, attrs, ...children) comes from dom.js (see esm.py).
 
 function button(label, testid, onclick, disabled = false) {
   const b = h("button", { class: "mlc-st-button", "data-testid": testid, onclick }, label);

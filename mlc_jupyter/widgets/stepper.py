@@ -29,6 +29,7 @@ from ..schedule import (
     statement_for,
     unified_diff,
 )
+from .esm import widget_esm
 from .messages import handle_showing_errors
 
 _HERE = Path(__file__).parent
@@ -63,7 +64,7 @@ class Stepper(anywidget.AnyWidget):
     choices of the view menu, ``show_list`` adds a list of every step by name.
     """
 
-    _esm = _HERE / "stepper.js"
+    _esm = widget_esm("stepper")
     _css = _HERE / "stepper.css"
 
     title = t.Unicode("").tag(sync=True)

@@ -1,17 +1,6 @@
 // Trace replay widget front end: draws the traits, sends user actions back. No state of its own.
 
-function h(tag, attrs = {}, ...children) {
-  const el = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (key === "class") el.className = value;
-    else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
-    else el.setAttribute(key, value);
-  }
-  for (const child of children) {
-    if (child !== null && child !== undefined) el.append(child);
-  }
-  return el;
-}
+// h(tag, attrs, ...children) comes from dom.js (see esm.py).
 
 function decisionEditor(model, step) {
   const d = step.decision;

@@ -19,6 +19,7 @@ from ..display.trace import decision_text, step_groups, trace_bundle
 from ..errors import MLCError
 from ..schedule.irdiff import changed_lines, unified_diff
 from ..trace import load_trace
+from .esm import widget_esm
 from .messages import handle_showing_errors
 
 _HERE = Path(__file__).parent
@@ -65,7 +66,7 @@ class TraceReplay(anywidget.AnyWidget):
         Called with the :class:`~mlc_jupyter.results.ReplayResult` the user picks.
     """
 
-    _esm = _HERE / "trace_replay.js"
+    _esm = widget_esm("trace_replay")
     _css = _HERE / "trace_replay.css"
 
     title = t.Unicode("").tag(sync=True)
