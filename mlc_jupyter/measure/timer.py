@@ -24,9 +24,8 @@ from .reference import compare, reference_outputs
 DEFAULT_MIN_REPEAT_MS = 50.0
 NOISY_SPREAD = 0.25
 #: NumPy's OpenBLAS threads (and PyTorch's OpenMP threads) keep spinning for a few tenths of a
-#: second after a call; a kernel timed meanwhile shares its cores with them (here a 12 us TVM
-#: kernel measured 30-50 us right after a NumPy matmul, and a tuned 1024^3 kernel alternating
-#: with NumPy lost a third of its speed, NumPy half of its, until 0.5 s separated them).
+#: second after a call; a kernel timed meanwhile shares its cores with them (the figures are in
+#: docs/DEVELOPING.md, "Measured while building the tuner").
 SETTLE_S = 0.5
 
 

@@ -6,8 +6,8 @@ target's ``num-cores`` threads, exactly as the candidates did.
 
 Close contenders (the top few records of a search) are timed *in turns*: one calibrated sample
 of each, round after round. A slow spell of the machine (another process, a busy host under a
-virtual machine: the 2-core fp32 peak measured here swings between ~320 and ~480 GFLOP/s) then
-slows every contender alike instead of deciding which one wins.
+virtual machine; docs/DEVELOPING.md, "Measured while building the tuner") then slows every
+contender alike instead of deciding which one wins.
 """
 
 from __future__ import annotations
@@ -84,12 +84,11 @@ ARG_SETS = 3
 class KernelSamplers:
     """Samplers of kernels of one workload that time on the *same* argument buffers.
 
-    Where a buffer lands in memory can change a kernel's speed: of 204 buffer sets in three
-    counts here (51 kernels of a 512^3 matmul, 4 sets each), 4 read a kernel 1.2-1.5x slower
-    than its other sets (1.14 ms against 0.75 ms, say). Kernels given their own buffers would
-    race on that lottery; here every sampler uses set ``k`` on its ``k``-th sample, cycling over ``arg_sets``
-    sets, so in :func:`in_turns` each round compares the kernels on the same buffers and the
-    median skips an unlucky set.
+    Where a buffer lands in memory can change a kernel's speed by a good margin (docs/
+    DEVELOPING.md, "Measured while building the tuner"). Kernels given their own buffers would
+    race on that lottery; here every sampler uses set ``k`` on its ``k``-th sample, cycling over
+    ``arg_sets`` sets, so in :func:`in_turns` each round compares the kernels on the same buffers
+    and the median skips an unlucky set.
     """
 
     def __init__(
