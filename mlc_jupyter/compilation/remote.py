@@ -74,7 +74,7 @@ def _tracker(host: str, port: int) -> tuple[Any, dict[str, Any]]:
         return tracker, tracker.summary()
     except Exception as err:  # noqa: BLE001 - TVM raises several types for a dead tracker
         raise RemoteError(
-            f"cannot reach an RPC tracker at {host}:{port}: {str(err).splitlines()[0]}",
+            f"cannot reach an RPC tracker at {host}:{port}: {error_reason(err)}",
             hint="start one with: python -m tvm.exec.rpc_tracker --host 0.0.0.0 --port 9190",
         ) from None
 

@@ -1,0 +1,39 @@
+"""Tuning progress and results as text and HTML (results made here, no TVM)."""
+
+from __future__ import annotations
+
+from mlc_jupyter.display.tune import progress_bundle, progress_text, result_bundle, result_text
+from mlc_jupyter.results import TuneProgress, TuneResult
+
+EVENT = TuneProgress(
+    task="main", trials_done=16, trials_total=64, best_latency_s=1.5e-3, best_gflops=12.5,
+    elapsed_s=75.0, eta_s=225.0, curve=((8, 3e-3), (16, 1.5e-3)), build_errors=1,
+    first_error="build: out of registers", resumed_from=8, log_path="/work/dir/logs/tune.log",
+)  # fmt: skip
+
+
+def test_a_progress_line_says_trials_best_elapsed_and_what_is_left():
+    line = progress_text(EVENT)
+    assert line.startswith("[main] 16/64 trials, best 1.500 ms (12.5 GFLOP/s)")
+    assert "elapsed 1m15s" in line and "left ~3m45s" in line
+    assert "resumed from 8" in line and "failed: 1 build / 0 run" in line
+
+
+def test_the_progress_block_has_a_bar_a_curve_the_first_error_and_the_log():
+    html = progress_bundle(EVENT)["text/html"]
+    assert "width: 25%" in html and "<svg" in html
+    assert "first error: build: out of registers" in html and "/work/dir/logs/tune.log" in html
+
+
+def test_a_result_summary_reads_latencies_speed_up_and_where_the_records_are():
+    result = TuneResult(
+        workload=None, mod=None, trace=None, best_latency_s=1e-3, baseline_latency_s=4e-3,
+        target=None, work_dir="/work/dir", n_records=64, trials_new=56, resumed_from=8,
+        flop=2 * 128**3, interrupted=True, rpc="127.0.0.1:9190:local",
+    )  # fmt: skip
+    text = result_text(result)
+    assert text.splitlines()[0] == "TuneResult (tir, 64 records, interrupted)"
+    assert "speed-up 4.00x" in text and "56 new, 8 from earlier runs" in text
+    assert "work dir /work/dir" in text and "measured on RPC devices 127.0.0.1:9190:local" in text
+    bundle = result_bundle(result)
+    assert bundle["text/plain"] == text and "TuneResult" in bundle["text/html"]
