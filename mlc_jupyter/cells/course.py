@@ -66,6 +66,10 @@ def from_tvm(tb: Any, filename: str) -> bool:
     return any(any(part in f.filename for part in _TVM_PARTS) for f in below)
 
 
+#: How IPython spells a magic line after its own transforms (``%mlc_build X``).
+_MAGIC_CALL = "get_ipython().run_"
+
+
 def locate_failure(err: BaseException, filename: str, translation: Translation) -> CellError | None:
     """The short located error for ``err`` raised by the cell compiled from ``filename``.
 
@@ -84,6 +88,8 @@ def locate_failure(err: BaseException, filename: str, translation: Translation) 
     found = LOCATION.search(text)
     if found and found.group("file") == filename:
         return located  # a TVMScript diagnostic in the cell: TVM's message, placed as typed
+    if isinstance(err, MLCError) and located.source_line.lstrip().startswith(_MAGIC_CALL):
+        return None  # a magic's own error renders itself (its location, source line and hint)
     if isinstance(err, MLCError):
         message, hint, raised = err.message, err.hint, type(err).__name__
     else:
