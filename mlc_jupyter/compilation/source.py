@@ -1,4 +1,5 @@
-"""The code a build generated: TensorIR, LLVM IR, assembly, CUDA or PTX."""
+"""The code a build generated: TensorIR, LLVM IR, assembly, GPU kernel source (CUDA, Metal,
+OpenCL) or PTX."""
 
 from __future__ import annotations
 
@@ -6,17 +7,21 @@ from typing import Any
 
 from ..errors import BuildError
 
-SOURCE_KINDS = ("tir", "llvm", "asm", "cuda", "ptx")
+SOURCE_KINDS = ("tir", "llvm", "asm", "cuda", "ptx", "metal", "opencl")
+#: The kinds whose code is the source of a GPU module of that kind.
+GPU_SOURCE_KINDS = ("cuda", "metal", "opencl")
 
 
 def generated_source(built: Any, kind: str = "tir") -> str:
-    """The ``kind`` source of ``built`` (``tir``, ``llvm``, ``asm``, ``cuda`` or ``ptx``)."""
+    """The ``kind`` source of ``built`` (one of :data:`SOURCE_KINDS`)."""
     if kind == "tir":
         return str(built.mod.script())
     if kind not in SOURCE_KINDS:
         raise BuildError(f"unknown source kind {kind!r}", hint="use " + ", ".join(SOURCE_KINDS))
-    if kind in ("cuda", "ptx"):
-        return _cuda_source(built, kind)
+    if kind == "ptx":
+        return _ptx(built)
+    if kind in GPU_SOURCE_KINDS:
+        return _gpu_source(built, kind)
     if getattr(built, "from_disk", False):
         built = built.runtime.fresh_build(built)  # a loaded library keeps no LLVM module
     runtime = built.executable.mod
@@ -38,19 +43,28 @@ def _imports(module: Any) -> list[Any]:
 
 def cuda_module(executable: Any) -> Any:
     """The CUDA module of a build's runtime module tree, or ``None``."""
+    return gpu_module(executable, "cuda")
+
+
+def gpu_module(executable: Any, kind: str) -> Any:
+    """The ``kind`` (``cuda``, ``metal``...) module of a build's runtime module tree, or ``None``."""
     runtime = executable.mod
-    return next((m for m in [runtime, *_imports(runtime)] if m.kind == "cuda"), None)
+    return next((m for m in [runtime, *_imports(runtime)] if m.kind == kind), None)
 
 
-def _cuda_source(built: Any, kind: str) -> str:
-    module = cuda_module(built.executable)
+def _gpu_source(built: Any, kind: str) -> str:
+    module = gpu_module(built.executable, kind)
     if module is None:
         raise BuildError(
-            f"no CUDA code: the module was built for {built.target.kind.name}",
-            hint="build with --target cuda",
+            f"no {kind.upper() if kind == 'cuda' else kind.capitalize()} code: the module was"
+            f" built for {built.target.kind.name}",
+            hint=f"build with --target {kind}",
         )
-    if kind == "cuda":
-        return str(module.inspect_source())
+    return str(module.inspect_source())
+
+
+def _ptx(built: Any) -> str:
+    _gpu_source(built, "cuda")  # no CUDA module: say how to get one
     code = built.device_code
     if code is None or not code.ptx:
         raise BuildError(

@@ -156,3 +156,11 @@ def test_an_architecture_this_nvcc_cannot_build_for_is_said_not_compiled():
     assert "__global__" in built.source("cuda")
     assert built.device_code.note.startswith("not compiled: nvcc")
     assert "cannot build for sm_20" in built.device_code.note
+
+
+def test_the_books_metal_build_of_the_window_sum_shows_its_kernel(shell):
+    # book §6.1.4, "Build Code for Other GPU Platforms": the same schedule for Metal
+    shell.user_ns["WinSum"] = window_sum_gpu()
+    shell.run_line_magic("mlc_build", "WinSum --target metal")
+    source = shell.user_ns["WinSum_lib"].source("metal")
+    assert "kernel void main_kernel(" in source and "threadgroup float A_shared" in source
