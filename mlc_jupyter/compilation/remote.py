@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import RemoteError, error_reason
+from ..errors import BuildError, RemoteError, error_reason
 from ..tvm_compat import close_rpc_session, tvm
 
 #: How long to wait for a free server under the key before giving up.
@@ -207,7 +207,16 @@ class RemoteModules:
         if key not in self._loaded:
             name = f"mod_{len(self._loaded)}.so"
             path = Path(self._tmp) / name
-            built.executable.export_library(str(path))
+            if getattr(built, "from_disk", False):
+                from .builder import fresh_build
+
+                built = fresh_build(built)  # a library loaded from disk cannot be exported again
+            try:
+                built.executable.export_library(str(path))
+            except Exception as err:  # noqa: BLE001 - the linker's reason, one line
+                raise BuildError(
+                    f"cannot export the module for the RPC server: {error_reason(err)}"
+                ) from None
             try:
                 self._session.upload(str(path))
                 self._loaded[key] = self._session.load_module(name)

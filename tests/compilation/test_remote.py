@@ -49,6 +49,18 @@ def test_without_a_reference_the_first_variant_run_on_the_server_is_the_referenc
     assert [t.correct for t in report.timings] == [True, True]
 
 
+def test_a_build_loaded_from_the_disk_cache_is_timed_on_the_server_too(rpc_tracker):
+    from mlc_jupyter.compilation import clear_cache, disk_cache
+
+    build_module(matmul(96))
+    disk_cache.flush()
+    clear_cache(disk=False)  # as after a kernel restart: the next build comes from disk
+    built = build_module(matmul(96))
+    assert built.from_disk
+    (row,) = time_functions({"mm": built}, ref="A @ B", rpc=_spec(rpc_tracker)).timings
+    assert row.correct is True and row.median_s > 0
+
+
 def test_a_cuda_build_timed_on_a_server_without_a_gpu_gets_the_servers_answer(rpc_tracker):
     built = build_module(vector_add_gpu(), "cuda")  # built (and compiled, with nvcc) here
     start = time.perf_counter()
