@@ -1,7 +1,8 @@
 """Defaults a user can change: where caches live, the default target.
 
 The cache folder is ``$MLC_JUPYTER_CACHE`` if set, else ``$XDG_CACHE_HOME/mlc_jupyter``, else
-``~/.cache/mlc_jupyter``. Builds go to ``<cache>/builds``, tuning work dirs to ``<cache>/tune``.
+``~/.cache/mlc_jupyter``. Builds go to ``<cache>/builds``, tuning work dirs to ``<cache>/tune``,
+this machine's measured limits (fp32 peak, memory bandwidth) to ``<cache>/machine.json``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ def cache_dir() -> Path:
         root = Path(base) / "mlc_jupyter"
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def machine_limits_path() -> Path:
+    """The file that caches this machine's measured limits (``%mlc_machine --refresh`` redoes it)."""
+    return cache_dir() / "machine.json"
 
 
 def default_target() -> str:

@@ -37,12 +37,14 @@ class TuneProgress:
     """One progress event of a tuning run (sent after each measured batch).
 
     ``curve`` holds ``(trials_done, best_latency_s)`` points of the task this event is about;
-    ``best_latency_s`` is ``None`` until a candidate ran.
+    ``best_latency_s`` is ``None`` until a candidate ran. ``trials_total`` is ``None`` for a run
+    limited by time (``time_budget_s``); ``peak_fraction`` is the best kernel's share of this
+    machine's fp32 peak (``None`` when unknown).
     """
 
     task: str
     trials_done: int
-    trials_total: int
+    trials_total: int | None
     best_latency_s: float | None
     best_gflops: float | None
     elapsed_s: float
@@ -55,6 +57,8 @@ class TuneProgress:
     resumed_from: int = 0
     log_path: str = ""
     work_dir: str = ""
+    peak_fraction: float | None = None
+    time_budget_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,11 @@ class TuneResult:
 
     ``workload`` is the module that was tuned (for Relax: one IRModule per task in
     ``task_workloads``), ``mod`` the tuned module, ``trace`` the best schedule's trace (of the
-    slowest task for Relax), latencies in seconds.
+    slowest task for Relax), latencies in seconds. ``best_latency_s`` is measured after the search
+    the way ``%mlc_time`` measures (``timing``), not taken from the search's own figures.
+    ``stop_reason`` says why the run ended: ``trials``, ``time``, ``converged`` or ``interrupted``;
+    ``spaces`` names each task's search space; ``peak_gflops`` is this machine's fp32 peak for
+    the target's cores (``None`` when unknown) and ``bytes`` what the kernel's arguments hold.
     """
 
     workload: Any
@@ -88,6 +96,18 @@ class TuneResult:
     curves: dict[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
     task_workloads: dict[str, Any] = field(default_factory=dict)
     rpc: str | None = None
+    stop_reason: str = ""
+    spaces: dict[str, str] = field(default_factory=dict)
+    timing: Any = None
+    peak_gflops: float | None = None
+    bytes: float | None = None
+    time_budget_s: float | None = None
+
+    @property
+    def peak_fraction(self) -> float | None:
+        """The tuned kernel's share of this machine's fp32 peak (``None`` when unknown)."""
+        gflops = self.best_gflops
+        return gflops / self.peak_gflops if gflops and self.peak_gflops else None
 
     @property
     def speedup(self) -> float | None:
@@ -108,7 +128,8 @@ class TraceTiming:
     """One re-timing of a trace in the trace replay widget: its decisions and how fast it ran.
 
     ``decisions`` maps instruction index to the decision (plain Python values); ``correct`` is
-    ``None`` when outputs were not compared.
+    ``None`` when outputs were not compared; ``peak_fraction`` is the share of this machine's
+    fp32 peak and ``intensity`` the FLOPs per argument byte (the roofline's axes).
     """
 
     decisions: dict[int, Any]
@@ -118,6 +139,8 @@ class TraceTiming:
     error: str = ""
     trace: Any = None
     mod: Any = None
+    peak_fraction: float | None = None
+    intensity: float | None = None
 
 
 @dataclass(frozen=True)
@@ -233,7 +256,8 @@ class Timing:
 
     ``number`` is the calls per run (0: calibrated by ``min_repeat_ms``); ``correct`` is ``None``
     without a reference; a mismatch or failure sets ``error`` and leaves the times ``None``;
-    ``kind`` is ``tvm``, ``numpy`` or ``torch``; ``speedup`` is against the first variant.
+    ``kind`` is ``tvm``, ``numpy`` or ``torch``; ``speedup`` is against the first variant;
+    ``bytes`` is what the arguments hold (the least traffic of a call).
     """
 
     name: str
@@ -251,6 +275,12 @@ class Timing:
     kind: str = "tvm"
     target: str = ""
     results_s: tuple[float, ...] = ()
+    bytes: float | None = None
+
+    @property
+    def intensity(self) -> float | None:
+        """FLOPs per byte of the arguments: where the kernel sits on the roofline."""
+        return self.flops / self.bytes if self.flops and self.bytes else None
 
     @property
     def spread(self) -> float | None:
@@ -262,10 +292,21 @@ class Timing:
 
 @dataclass(frozen=True)
 class TimingReport:
-    """Several variants side by side (``%mlc_time f g`` / ``time_functions``)."""
+    """Several variants side by side (``%mlc_time f g`` / ``time_functions``).
+
+    ``limits`` is this machine's (CPU variants on fp32 data), for "% of peak" and the roofline
+    of ``cores`` cores.
+    """
 
     timings: tuple[Timing, ...]
     warnings: tuple[str, ...] = ()
+    limits: MachineLimits | None = None
+    cores: int = 1
+
+    def peak_fraction(self, timing: Timing) -> float | None:
+        """``timing``'s GFLOP/s as a share of this machine's fp32 peak (``None`` when unknown)."""
+        peak = self.limits.peak(self.cores) if self.limits else None
+        return timing.gflops / peak if peak and timing.gflops else None
 
     def __getitem__(self, name: str) -> Timing:
         for timing in self.timings:
@@ -370,3 +411,51 @@ class PassRun(_StepsOutcome):
     def module_at(self, index: int) -> Any:
         """The module after step ``index`` (0: the initial module)."""
         return self.steps[index - 1].mod if index else self.initial_mod
+
+
+@dataclass(frozen=True)
+class MachineLimits:
+    """This machine's fp32 limits, measured once and cached (``mlc_jupyter.measure.machine``).
+
+    ``peak_gflops[cores][bits]`` is the fp32 FMA throughput of ``cores`` cores using vectors
+    ``bits`` wide; ``bandwidth_gbs[cores]`` the memory bandwidth of a large copy (bytes read plus
+    bytes written per second). ``path`` is the cache file, ``seconds`` what measuring took,
+    ``quiet`` whether other processes stayed off the CPU meanwhile (if not, figures may read low).
+    """
+
+    machine: str
+    cores: int
+    peak_gflops: dict[int, dict[int, float]]
+    bandwidth_gbs: dict[int, float]
+    measured_at: str
+    seconds: float = 0.0
+    path: str = ""
+    cached: bool = False
+    quiet: bool = True
+
+    def _nearest(self, table: dict[int, Any], cores: int | None) -> Any:
+        if not table:
+            return None
+        want = cores or self.cores
+        fits = [c for c in table if c <= want]
+        return table[max(fits) if fits else min(table)]
+
+    def peak(self, cores: int | None = None, bits: int | None = None) -> float | None:
+        """GFLOP/s of ``cores`` cores (all by default) at vector width ``bits`` (widest)."""
+        widths = self._nearest(self.peak_gflops, cores)
+        if not widths:
+            return None
+        fits = [b for b in widths if bits is None or b <= bits]
+        return float(widths[max(fits)]) if fits else None
+
+    def bandwidth(self, cores: int | None = None) -> float | None:
+        """GB/s of ``cores`` cores (all by default)."""
+        value = self._nearest(self.bandwidth_gbs, cores)
+        return float(value) if value else None
+
+    def roof(self, intensity: float, cores: int | None = None) -> float | None:
+        """The roofline: attainable GFLOP/s at ``intensity`` flop per byte."""
+        peak, bandwidth = self.peak(cores), self.bandwidth(cores)
+        if peak is None or bandwidth is None:
+            return peak
+        return min(peak, bandwidth * intensity)

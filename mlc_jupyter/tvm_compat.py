@@ -58,6 +58,11 @@ def tirx() -> ModuleType:
     return tvm().tirx
 
 
+def tir() -> ModuleType:
+    """The TIR namespace under the course's name: expressions, statements, ``IndexMap``."""
+    return tirx()
+
+
 def s_tir() -> ModuleType:
     """The scheduled-TIR namespace (``Schedule``, ``SBlock`` ...)."""
     import tvm.s_tir as _s_tir
@@ -126,6 +131,31 @@ def config_thread_pool(cores: int) -> None:
 def Schedule(mod: Any, **kwargs: Any) -> Any:  # noqa: N802 - mirrors the TVM class name
     """Create a TensorIR schedule (``tvm.tir.Schedule`` in the course)."""
     return s_tir().Schedule(mod, **kwargs)
+
+
+def buffer_load(expr: Any) -> tuple[Any, list[Any]] | None:
+    """``(buffer, indices)`` of a buffer load, else ``None``.
+
+    The course's ``tir.BufferLoad`` (``.buffer``) is an ``ir.TensorLoad`` with ``.source`` in 0.27.
+    """
+    if isinstance(expr, tvm().ir.TensorLoad):
+        return expr.source, list(expr.indices)
+    return None
+
+
+def param_buffers(func: Any) -> list[Any]:
+    """The buffers a PrimFunc takes (its ``buffer_map`` values in the course; its params now)."""
+    return list(func.params)
+
+
+def var_dtype(var: Any) -> str:
+    """The dtype of a scalar variable (``var.dtype`` in the course; its ``ty`` in 0.27)."""
+    return str(var.ty)
+
+
+def region_buffer(region: Any) -> Any:
+    """The buffer of a block's read or write region (``.buffer`` in the course, ``.source`` now)."""
+    return region.source
 
 
 def IRModule() -> type:  # noqa: N802
@@ -239,6 +269,20 @@ def structural_hash(obj: Any) -> int:
     import tvm_ffi
 
     return int(tvm_ffi.structural_hash(obj))
+
+
+def llvm_vector_width(target: Any) -> int:
+    """The widest vector register of an LLVM target's CPU, in bits (0 when LLVM cannot tell)."""
+    from tvm.target import codegen
+
+    return int(codegen.llvm_get_vector_width(target))
+
+
+def llvm_system_triple() -> str:
+    """LLVM's triple of this machine (``x86_64-pc-linux-gnu``)."""
+    from tvm.target import codegen
+
+    return str(codegen.llvm_get_system_triple())
 
 
 @functools.cache

@@ -54,7 +54,7 @@ SERVICE_USES = {
     "compilation": set(),
     "graph": set(),
     "schedule": set(),
-    "measure": {"compilation"},
+    "measure": {"cells", "compilation"},  # cells: the machine-limit kernels are TVMScript
     "course": {"compilation", "measure", "tune"},
     "passes": {"compilation", "graph", "schedule"},
     "tune": {"compilation", "measure"},

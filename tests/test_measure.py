@@ -75,6 +75,24 @@ def test_the_book_chapter_2_variants_side_by_side_with_numpy_and_torch():
     assert report["numpy"].kind == "numpy" and report["numpy"].gflops > 0
 
 
+def test_fp32_cpu_variants_are_placed_against_this_machines_peak_and_roofline():
+    from mlc_jupyter.display.timing import report_html, report_text
+    from mlc_jupyter.measure.machine import machine_limits
+
+    report = time_functions({"naive": mm_relu()}, COURSE_TARGET, ref="np.maximum(A @ B, 0)", **FAST)
+    limits = machine_limits()
+    assert report.limits == limits
+    naive = report["naive"]
+    assert naive.bytes == 3 * 128 * 128 * 4 and naive.intensity == pytest.approx(
+        naive.flops / naive.bytes
+    )
+    assert report.peak_fraction(naive) == pytest.approx(naive.gflops / limits.peak(report.cores))
+    assert report["numpy"].intensity == naive.intensity  # the baselines do the same work
+    text = report_text(report)
+    assert "% peak" in text.splitlines()[0] and "roofline: fp32 peak" in text
+    assert 'aria-label="roofline chart"' in report_html(report)
+
+
 def test_variants_are_compared_with_the_first_when_there_is_no_reference():
     report = time_functions({"naive": mm_relu(), "j8": transform(mm_relu(), 8)}, **FAST)
     assert report["j8"].correct is True and report.names == ["naive", "j8"]

@@ -146,6 +146,10 @@ def test_bad_requests_get_short_messages():
         tune(matmul(64), rpc="localhost:9190")
     with pytest.raises(TuneError, match="--trials must be at least 1"):
         tune(matmul(64), trials=0)
+    with pytest.raises(TuneError, match="--time expects a duration like 10m"):
+        tune(matmul(64), time="ten minutes")
+    with pytest.raises(TuneError, match="unknown search space 'blis'"):
+        tune(matmul(64), trials=4, space="blis")
     with pytest.raises(TuneError, match="cannot tune a str"):
         tune("not a module", trials=4)
     with pytest.raises(TuneError, match="holds no tuning database"):
@@ -170,6 +174,8 @@ def test_candidates_are_timed_on_as_many_threads_as_the_target_has_cores():
 
 def test_each_search_space_gets_its_own_default_database():
     from mlc_jupyter.tune.options import tuning_target, work_dir_for
+    from mlc_jupyter.tune.spaces import choose_spaces
+    from mlc_jupyter.tune.tasks import collect_tasks
 
     def tile_j(sch):
         return sch
@@ -177,10 +183,64 @@ def test_each_search_space_gets_its_own_default_database():
     def tile_k(sch):
         return sch
 
-    mm, target = matmul(64), tuning_target(None)
-    default = work_dir_for(mm, target, "tir")
-    assert work_dir_for(mm, target, "tir", "default") == default  # earlier caches stay valid
-    assert work_dir_for(mm, target, "tir", tile_j) not in (
-        default,
-        work_dir_for(mm, target, "tir", tile_k),
-    )
+    target = tuning_target(None)
+    tasks = collect_tasks(matmul(64), target)
+
+    def work_dir(space):
+        return work_dir_for(
+            tasks.workload, target, "tir", choose_spaces(tasks.mods, target, space).key
+        )
+
+    # MetaSchedule's space keeps the key it always had, so earlier caches stay valid
+    assert work_dir("metaschedule") == work_dir_for(tasks.workload, target, "tir")
+    assert work_dir("default") == work_dir("matmul") != work_dir("metaschedule")
+    assert work_dir(tile_j) not in (work_dir("default"), work_dir(tile_k))
+
+
+def test_matmuls_search_the_matmul_space_and_other_kernels_metaschedules(first_run, tmp_path):
+    from tvm import te
+
+    from mlc_jupyter.tune import tune
+
+    assert first_run[0].spaces == {"main": "matmul"}
+    a = te.placeholder((64, 64), name="A")
+    b = te.compute((64, 64), lambda i, j: a[i, j] * 2.0, name="B")
+    scaled = tune(te.create_prim_func([a, b]), trials=8, per_iter=8, work_dir=tmp_path)
+    assert scaled.spaces == {"main": "metaschedule"}
+    with pytest.raises(TuneError, match="--space matmul needs a CPU matmul-like kernel"):
+        tune(te.create_prim_func([a, b]), trials=8, space="matmul", work_dir=tmp_path)
+
+
+def test_the_reported_latency_is_measured_as_mlc_time_measures_it(first_run):
+    from mlc_jupyter.measure import time_module
+
+    result = first_run[0]
+    # a measurement of its own after the choice, not the figure that chose the winner
+    assert result.timing is not None and result.best_latency_s == result.timing.median_s
+    assert result.timing.runs == 5 and result.timing.gflops == pytest.approx(result.best_gflops)
+    right_after = time_module(result.mod, result.target)  # what %mlc_time result.mod runs
+    assert right_after.target == result.timing.target
+    assert right_after.flops == result.timing.flops and right_after.runs == result.timing.runs
+
+
+def test_the_result_says_how_far_it_is_from_this_machines_peak(first_run):
+    from mlc_jupyter.display.tune import result_bundle, result_text
+    from mlc_jupyter.measure.machine import cached_machine_limits
+
+    result = first_run[0]
+    limits = cached_machine_limits()
+    assert result.peak_gflops == limits.peak(2 if result.target.attrs["num-cores"] >= 2 else 1)
+    assert result.peak_fraction == pytest.approx(result.best_gflops / result.peak_gflops)
+    assert f"{result.peak_fraction:.0%} of peak" in result_text(result)
+    assert "roofline: fp32 peak" in result_text(result)
+    assert 'aria-label="roofline chart"' in result_bundle(result)["text/html"]
+
+
+def test_a_time_budget_ends_the_run_after_the_round_in_flight(tmp_path):
+    from mlc_jupyter.tune import tune
+
+    events = []
+    result = tune(matmul(64), time="1s", per_iter=8, work_dir=tmp_path, on_progress=events.append)
+    assert result.stop_reason == "time" and not result.interrupted
+    assert result.time_budget_s == 1.0 and result.n_records >= 1
+    assert events[-1].trials_total is None and events[-1].time_budget_s == 1.0

@@ -31,6 +31,40 @@ def test_mlc_tune_as_and_quiet_bind_silently_and_resume(shell, tmp_path, capsys)
     assert shell.user_ns["again"].n_records == 8
 
 
+def test_mlc_tune_time_budget_stops_the_run_and_says_why(shell, tmp_path, capsys):
+    shell.user_ns["mm"] = matmul(64)
+    shell.run_line_magic("mlc_tune", f"mm --time 1s --per-iter 8 --work-dir {tmp_path}")
+    out = capsys.readouterr().out
+    result = shell.user_ns["mm_tuned"]
+    assert result.stop_reason == "time" and "time budget used" in out
+    assert "of 1s" in out and "of peak" in out  # progress shows the budget and % of peak
+
+
+def test_mlc_tune_refuses_a_bad_time_and_an_unknown_space_in_one_line(shell):
+    from mlc_jupyter.errors import TuneError
+
+    shell.user_ns["mm"] = matmul(64)
+    with pytest.raises(TuneError, match="--time expects a duration like 10m"):
+        shell.run_line_magic("mlc_tune", "mm --time soon")
+    with pytest.raises(UsageError, match="--space takes default, metaschedule, matmul"):
+        shell.run_line_magic("mlc_tune", "mm --space nothing_here")
+
+
+def test_mlc_machine_shows_the_limits_and_where_they_are_cached(shell):
+    from IPython.utils.capture import capture_output
+
+    from mlc_jupyter.config import machine_limits_path
+
+    with capture_output() as out:
+        shell.run_line_magic("mlc_machine", "")
+    bundle = out.outputs[0].data
+    assert "fp32 peak, GFLOP/s by vector width" in bundle["text/plain"]
+    assert str(machine_limits_path()) in bundle["text/plain"]
+    assert 'aria-label="roofline chart"' in bundle["text/html"]
+    limits = shell.run_line_magic("mlc_machine", "-o")
+    assert limits.machine in bundle["text/plain"] and limits.peak() > 0
+
+
 def test_mlc_tune_names_a_missing_module_in_one_line(shell):
     with pytest.raises(UsageError, match="cannot find 'nothing_here' in the notebook"):
         shell.run_line_magic("mlc_tune", "nothing_here --trials 4")

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..compilation.targets import describe_target
 from ..results import Built, Timing, TimingReport
+from .roofline import RooflinePoint, roofline_svg, roofline_text
 
 _BOX = "font-family: var(--jp-code-font-family, monospace); font-size: 12px"
 _COLOURS = {"tvm": "var(--jp-brand-color1, #1976d2)", "numpy": "#8d6e63", "torch": "#ef6c00"}
@@ -26,9 +27,9 @@ def _time(seconds: float | None) -> str:
     return f"{seconds * 1e6:.1f} us"
 
 
-def _row(t: Timing) -> list[str]:
+def _row(t: Timing, report: TimingReport) -> list[str]:
     ok = {True: "yes", False: "NO", None: "-"}[t.correct]
-    return [
+    cells = [
         t.name,
         _time(t.median_s),
         _time(t.mean_s),
@@ -36,24 +37,46 @@ def _row(t: Timing) -> list[str]:
         _time(t.min_s),
         str(t.runs),
         f"{t.gflops:.2f}" if t.gflops else "-",
-        f"{t.speedup:.2f}x" if t.speedup else "-",
-        ok,
     ]
+    if report.limits is not None:
+        fraction = report.peak_fraction(t)
+        cells.append(f"{fraction:.0%}" if fraction else "-")
+    return [*cells, f"{t.speedup:.2f}x" if t.speedup else "-", ok]
 
 
 _HEAD = ["variant", "median", "mean", "std", "min", "runs", "GFLOP/s", "speed-up", "correct"]
 
 
+def _head(report: TimingReport) -> list[str]:
+    if report.limits is None:
+        return _HEAD
+    return [*_HEAD[:7], "% peak", *_HEAD[7:]]
+
+
+def roofline_points(report: TimingReport) -> list[RooflinePoint]:
+    """Each timed variant at its arithmetic intensity and GFLOP/s."""
+    return [
+        RooflinePoint(t.name, t.intensity, t.gflops, t.kind)
+        for t in report.timings
+        if t.intensity and t.gflops
+    ]
+
+
 def report_text(report: TimingReport) -> str:
-    """The report as an aligned plain-text table (errors and warnings below it)."""
-    rows = [_HEAD, *[_row(t) for t in report.timings]]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(_HEAD))]
+    """The report as an aligned plain-text table (errors and warnings below it), with the
+    roofline in words when this machine's limits are known."""
+    head = _head(report)
+    rows = [head, *[_row(t, report) for t in report.timings]]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows]
     target = next((t.target for t in report.timings if t.target), "")
     if target:
         lines.append(f"target: {target}")
     lines += [f"{t.name}: {t.error}" for t in report.timings if t.error]
     lines += [f"warning: {w}" for w in report.warnings]
+    points = roofline_points(report)
+    if report.limits is not None and points:
+        lines.append(roofline_text(points, report.limits, report.cores))
     return "\n".join(lines)
 
 
@@ -87,20 +110,29 @@ def bar_chart_svg(report: TimingReport, width: int = 420) -> str:
 
 def report_html(report: TimingReport) -> str:
     cell = "padding: 2px 8px; text-align: right"
-    head = "".join(f'<th style="{cell}">{h}</th>' for h in _HEAD)
+    head = "".join(f'<th style="{cell}">{h}</th>' for h in _head(report))
     body = []
     for t in report.timings:
-        cells = _row(t)
+        cells = _row(t, report)
         style = cell + ("; color: var(--jp-error-color1, #d32f2f)" if t.correct is False else "")
         body.append(
             "<tr>" + "".join(f'<td style="{style}">{html.escape(c)}</td>' for c in cells) + "</tr>"
         )
     notes = report_text(report).splitlines()[len(report.timings) + 1 :]
+    points = roofline_points(report)
+    roofline = ""
+    if report.limits is not None and points:
+        notes = [n for n in notes if not n.startswith(("roofline:", "  "))]
+        summary = html.escape(roofline_text(points, report.limits, report.cores))
+        roofline = (
+            f"{roofline_svg(points, report.limits, report.cores)}"
+            f'<pre style="margin: 0; font-size: 11px">{summary}</pre>'
+        )
     foot = "".join(f"<div>{html.escape(n)}</div>" for n in notes)
     chart = bar_chart_svg(report) if len(report.timings) > 1 else ""
     return (
         f'<div style="{_BOX}"><table style="border-collapse: collapse"><thead><tr>{head}'
-        f"</tr></thead><tbody>{''.join(body)}</tbody></table>{chart}{foot}</div>"
+        f"</tr></thead><tbody>{''.join(body)}</tbody></table>{chart}{foot}{roofline}</div>"
     )
 
 

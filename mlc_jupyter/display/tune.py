@@ -5,7 +5,9 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from ..measure.machine import cached_machine_limits
 from ..results import TuneProgress, TuneResult
+from .roofline import RooflinePoint, roofline_svg, roofline_text
 
 _BOX = (
     "font-family: var(--jp-code-font-family, monospace); font-size: 12px; "
@@ -59,52 +61,105 @@ def _curve_svg(curves: dict[str, tuple[tuple[int, float], ...]], total: int) -> 
     )
 
 
+def _best(latency: float | None, gflops: float | None, fraction: float | None) -> str:
+    """``1.234 ms (170.2 GFLOP/s, 74% of peak)``."""
+    extra = [f"{gflops:.1f} GFLOP/s"] if gflops else []
+    if fraction:
+        extra.append(f"{fraction:.0%} of peak")
+    return _latency(latency) + (f" ({', '.join(extra)})" if extra else "")
+
+
 def progress_text(event: TuneProgress) -> str:
-    """One line for a terminal: trials, best latency and GFLOP/s, elapsed, estimate of the rest."""
-    gflops = f" ({event.best_gflops:.1f} GFLOP/s)" if event.best_gflops else ""
+    """One line for a terminal: trials, best kernel (latency, GFLOP/s, % of this machine's
+    peak), elapsed, and what is left of the budget."""
     errors = ""
     if event.build_errors or event.run_errors:
         errors = f", failed: {event.build_errors} build / {event.run_errors} run"
     resumed = f", resumed from {event.resumed_from}" if event.resumed_from else ""
-    return (
-        f"[{event.task}] {event.trials_done}/{event.trials_total} trials, "
-        f"best {_latency(event.best_latency_s)}{gflops}, elapsed {_duration(event.elapsed_s)}, "
-        f"left ~{_duration(event.eta_s)}{resumed}{errors}"
+    trials = (
+        f"{event.trials_done}/{event.trials_total}" if event.trials_total else event.trials_done
     )
+    budget = f" of {_duration(event.time_budget_s)}" if event.time_budget_s else ""
+    left = "at most " if event.time_budget_s and not event.trials_total else "~"
+    return (
+        f"[{event.task}] {trials} trials, "
+        f"best {_best(event.best_latency_s, event.best_gflops, event.peak_fraction)}, "
+        f"elapsed {_duration(event.elapsed_s)}{budget}, left {left}{_duration(event.eta_s)}"
+        f"{resumed}{errors}"
+    )
+
+
+def _fraction_done(event: TuneProgress) -> float:
+    if event.trials_total:
+        return event.trials_done / event.trials_total
+    if event.time_budget_s:
+        return min(1.0, event.elapsed_s / event.time_budget_s)
+    return 0.0
 
 
 def progress_bundle(event: TuneProgress, curves: dict[str, Any] | None = None) -> dict[str, str]:
     """The live progress block: a bar, the numbers, the curve, where the log is."""
-    fraction = event.trials_done / max(event.trials_total, 1)
     bar = (
         '<div style="width: 320px; height: 8px; background: var(--jp-layout-color3, #ddd)">'
-        f'<div style="width: {100 * fraction:.0f}%; height: 8px; '
+        f'<div style="width: {100 * _fraction_done(event):.0f}%; height: 8px; '
         'background: var(--jp-brand-color1, #1976d2)"></div></div>'
     )
     curves = curves or {event.task: event.curve}
     error = f"<div>first error: {html.escape(event.first_error)}</div>" if event.first_error else ""
+    total = event.trials_total or max((p[0] for c in curves.values() for p in c), default=1)
     body = (
         f'<div style="{_BOX}">{bar}<div>{html.escape(progress_text(event))}</div>'
-        f"{_curve_svg(curves, event.trials_total)}{error}"
+        f"{_curve_svg(curves, total)}{error}"
         f"<div>log: <code>{html.escape(event.log_path)}</code></div></div>"
     )
     return {"text/html": body, "text/plain": progress_text(event)}
 
 
+_STOPPED = {
+    "trials": "all trials measured",
+    "time": "time budget used",
+    "converged": "search converged",
+    "interrupted": "interrupted",
+}
+
+
+def _roofline_points(result: TuneResult) -> list[RooflinePoint]:
+    if not result.flop or not result.bytes:
+        return []
+    intensity = result.flop / result.bytes
+    points = []
+    if result.baseline_latency_s:
+        points.append(
+            RooflinePoint("untuned", intensity, result.flop / result.baseline_latency_s / 1e9)
+        )
+    if result.best_gflops:
+        points.append(RooflinePoint("tuned", intensity, result.best_gflops, "tuned"))
+    return points
+
+
+def _cores(result: TuneResult) -> int:
+    attrs = getattr(result.target, "attrs", {}) or {}
+    return int(attrs["num-cores"]) if "num-cores" in attrs else 1
+
+
 def result_text(result: TuneResult) -> str:
-    """The summary a result prints: latencies, speed-up, records, where the work dir is."""
-    gflops = f" ({result.best_gflops:.1f} GFLOP/s)" if result.best_gflops else ""
+    """The summary a result prints: latencies, % of peak, why it stopped, where the work dir is."""
     speedup = f"{result.speedup:.2f}x" if result.speedup else "-"
+    stopped = _STOPPED.get(result.stop_reason, result.stop_reason)
+    header = f"TuneResult ({result.kind}, {result.n_records} records" + (
+        f", {stopped})" if stopped else ")"
+    )
     lines = [
-        f"TuneResult ({result.kind}, {result.n_records} records"
-        + (", interrupted" if result.interrupted else "")
-        + ")",
-        f"  tuned    {_latency(result.best_latency_s)}{gflops}",
+        header,
+        f"  tuned    {_best(result.best_latency_s, result.best_gflops, result.peak_fraction)}",
         f"  untuned  {_latency(result.baseline_latency_s)}   speed-up {speedup}",
-        f"  trials   {result.trials_new} new"
+        f"  trials   {result.trials_new} new in {_duration(result.elapsed_s)}"
         + (f", {result.resumed_from} from earlier runs" if result.resumed_from else ""),
-        f"  work dir {result.work_dir}",
     ]
+    spaces = sorted(set(result.spaces.values()))
+    if spaces:
+        lines.append(f"  space    {', '.join(spaces)}")
+    lines.append(f"  work dir {result.work_dir}")
     if result.build_errors or result.run_errors:
         lines.append(
             f"  failed   {result.build_errors} build / {result.run_errors} run; "
@@ -112,15 +167,22 @@ def result_text(result: TuneResult) -> str:
         )
     if result.rpc:
         lines.append(f"  measured on RPC devices {result.rpc}")
+    limits = cached_machine_limits() if result.peak_gflops else None
+    points = _roofline_points(result)
+    if limits is not None and points:
+        lines.append(roofline_text(points, limits, _cores(result)))
     return "\n".join(lines)
 
 
 def result_bundle(result: TuneResult) -> dict[str, str]:
     text = result_text(result)
     svg = _curve_svg(dict(result.curves), max(result.n_records, 1))
+    limits = cached_machine_limits() if result.peak_gflops else None
+    points = _roofline_points(result)
+    roof = roofline_svg(points, limits, _cores(result)) if limits is not None and points else ""
     return {
         "text/html": f'<div style="{_BOX}"><pre style="margin: 0">{html.escape(text)}</pre>'
-        f"{svg}</div>",
+        f'<div style="display: flex; gap: 12px; align-items: flex-start">{svg}{roof}</div></div>',
         "text/plain": text,
     }
 

@@ -42,7 +42,8 @@ class _Progress:
                 self.handle.update(bundle, raw=True)
             return
         now = time.perf_counter()
-        if now - self.last >= 2.0 or event.trials_done >= event.trials_total:
+        done = event.trials_total is not None and event.trials_done >= event.trials_total
+        if now - self.last >= 2.0 or done:
             self.last = now
             print(progress_text(event), flush=True)
 
@@ -64,7 +65,13 @@ class TuneMagics(Magics):
         "mod", help="PrimFunc, TensorIR IRModule, Relax IRModule, or a function returning one"
     )
     @argument("--target", default=None, help="target (default: this CPU with all its cores)")
-    @argument("--trials", type=int, default=64, help="measured candidates in all (default 64)")
+    @argument(
+        "--time",
+        default=None,
+        help="tune this long (10m, 90s, 1h30m) or until the search has converged; "
+        "the default with neither --time nor --trials is 10m",
+    )
+    @argument("--trials", type=int, default=None, help="measured candidates in all (runs them all)")
     @argument(
         "--per-iter",
         type=int,
@@ -74,7 +81,12 @@ class TuneMagics(Magics):
     @argument("--work-dir", default=None, help="database folder (default: per-workload cache)")
     @argument("--fresh", action="store_true", help="forget earlier records and start over")
     @argument("--seed", type=int, default=None, help="random seed of the search")
-    @argument("--space", default="default", help="'default' or the name of a schedule function")
+    @argument(
+        "--space",
+        default="default",
+        help="default (the matmul space for matmul-like kernels, else MetaSchedule's), "
+        "metaschedule, matmul, or the name of a schedule function",
+    )
     @argument("--rpc", default=None, help="HOST:PORT:KEY of a TVM RPC tracker, or 'env'")
     @argument("--as", dest="name", default=None, help="bind the result here (default MOD_tuned)")
     @argument("--quiet", action="store_true", help="no progress output")
@@ -82,22 +94,26 @@ class TuneMagics(Magics):
     def mlc_tune(self, line: str) -> Any:
         """Tune MOD with MetaSchedule; bind a TuneResult (tuned module, trace, speed-up).
 
-        Records live in a JSON database in the work dir: running the same tune again resumes
-        (measured trials are not measured again), ``--fresh`` starts over, Ctrl-C stops after
-        the batch in flight and keeps the best so far.
+        Without ``--trials`` it tunes until ``--time`` (default 10 minutes) is up or the search
+        has converged. Records live in a JSON database in the work dir: running the same tune
+        again resumes (measured trials are not measured again), ``--fresh`` starts over, Ctrl-C
+        stops after the batch in flight and keeps the best so far.
         """
         args = parse_argstring(self.mlc_tune, line)
         mod = _workload(self.shell, args.mod)
         space = args.space
-        if space != "default":
+        if space not in tuning.SPACE_NAMES:
             space = self.shell.user_ns.get(space, space)
             if not callable(space):
-                raise UsageError("--space takes 'default' or the name of a schedule function")
+                raise UsageError(
+                    "--space takes default, metaschedule, matmul or the name of a schedule function"
+                )
         progress = _Progress(self.shell, args.quiet)
         result = tuning.tune(
             mod,
             args.target,
             trials=args.trials,
+            time=args.time,
             per_iter=args.per_iter,
             work_dir=args.work_dir,
             fresh=args.fresh,

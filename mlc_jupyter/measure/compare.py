@@ -11,6 +11,7 @@ from ..compilation.remote import RemoteModules, parse_rpc
 from ..errors import MLCError, RemoteError
 from ..results import Built, Timing, TimingReport
 from .inputs import random_inputs
+from .machine import cpu_limits, kernel_cores
 from .reference import expression_function, reference_outputs
 from .timer import (
     DEFAULT_MIN_REPEAT_MS,
@@ -91,13 +92,15 @@ def time_functions(
             except MLCError as err:
                 timings.append(Timing(name, None, None, None, None, 0, error=str(err)))
     flops = next((t.flops for t in timings if t.flops), None)
+    size = next((t.bytes for t in timings if t.bytes), None)
     if isinstance(ref, str) and baselines and remote is None:
         for lib in ("numpy", "torch"):
             let_threads_settle()
-            timings.append(
-                _baseline(lib, ref, sig, inputs, namespace, flops, repeat, min_repeat_ms)
-            )
-    return _finish(timings)
+            row = _baseline(lib, ref, sig, inputs, namespace, flops, repeat, min_repeat_ms)
+            timings.append(dataclasses.replace(row, bytes=size))
+    # the limits are this machine's: none for variants timed on an RPC server
+    limits = None if remote is not None else cpu_limits(first.target, [p.dtype for p in sig.params])
+    return dataclasses.replace(_finish(timings), limits=limits, cores=kernel_cores(first.target))
 
 
 def _baseline(

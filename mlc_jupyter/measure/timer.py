@@ -17,7 +17,7 @@ from ..compilation.call import (
 )
 from ..errors import MLCError, TimingError, error_reason
 from ..results import Built, Timing
-from ..tvm_compat import IRModule, PrimFunc, estimate_tir_flops
+from ..tvm_compat import IRModule, PrimFunc, estimate_tir_flops, param_buffers, tvm
 from .inputs import random_inputs
 from .reference import compare, reference_outputs
 
@@ -49,6 +49,35 @@ def estimate_flops(mod: Any, name: str) -> float | None:
     except Exception:  # noqa: BLE001 - the estimator refuses some functions
         return None
     return flops or None
+
+
+def argument_bytes(mod: Any, name: str = "main") -> float | None:
+    """Bytes the arguments of TensorIR function ``name`` hold: the least memory traffic of a call,
+    which over its FLOPs gives the kernel's arithmetic intensity (``None`` when unknown)."""
+    try:
+        func = mod[name] if not isinstance(mod, PrimFunc()) else mod
+        if not isinstance(func, PrimFunc()):
+            return None
+        total = 0
+        for buffer in param_buffers(func):
+            count = 1
+            for extent in buffer.shape:
+                count *= int(extent)
+            total += count * tvm().DataType(str(buffer.dtype)).bits // 8
+    except Exception:  # noqa: BLE001 - a symbolic shape, a handle: unknown
+        return None
+    return float(total) or None
+
+
+def argument_dtypes(mod: Any) -> list[str]:
+    """The dtypes of every argument of every TensorIR function in ``mod``."""
+    funcs = [mod] if isinstance(mod, PrimFunc()) else [f for _, f in mod.functions_items()]
+    return [
+        str(buffer.dtype)
+        for func in funcs
+        if isinstance(func, PrimFunc())
+        for buffer in param_buffers(func)
+    ]
 
 
 def _timing(name: str, results: list[float], number: int, flops: float | None, **kw: Any) -> Timing:
@@ -148,6 +177,7 @@ def time_module(
         estimate_flops(built.mod, sig.name),
         correct=correct,
         target=tname,
+        bytes=argument_bytes(built.mod, sig.name),
     )
 
 

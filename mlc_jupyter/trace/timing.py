@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..compilation import resolve_target
 from ..errors import MLCError
 from ..measure import time_module
+from ..measure.machine import cpu_limits, kernel_cores
+from ..measure.timer import argument_dtypes
 from ..results import TraceTiming
 
 
@@ -20,4 +23,11 @@ def time_replayed(
         t = time_module(mod, target, ref=original)
     except MLCError as err:
         return TraceTiming(dict(decisions), None, None, None, str(err), trace, mod)
-    return TraceTiming(dict(decisions), t.median_s, t.gflops, t.correct, t.error or "", trace, mod)
+    resolved = resolve_target(target)
+    limits = cpu_limits(resolved, argument_dtypes(mod))
+    peak = limits.peak(kernel_cores(resolved)) if limits else None
+    return TraceTiming(
+        dict(decisions), t.median_s, t.gflops, t.correct, t.error or "", trace, mod,
+        peak_fraction=t.gflops / peak if peak and t.gflops else None,
+        intensity=t.intensity,
+    )  # fmt: skip

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .budget import DEFAULT_TIME_S
 from .records import Record, top_records
 from .rpc import list_devices
+from .spaces import SPACE_NAMES
 
 if TYPE_CHECKING:
     from .driver import tune
 
-__all__ = ["Record", "list_devices", "top_records", "tune"]
+__all__ = ["DEFAULT_TIME_S", "SPACE_NAMES", "Record", "list_devices", "top_records", "tune"]
 
 
 def __getattr__(name: str) -> Any:

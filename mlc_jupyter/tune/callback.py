@@ -4,8 +4,9 @@ It replaces MetaSchedule's ``AddToDatabase`` + ``RemoveBuildArtifact``: every me
 is committed to the JSON database at once (a killed kernel loses at most the batch in flight),
 candidates known from an earlier run are not committed twice, and after each batch one
 :class:`~mlc_jupyter.results.TuneProgress` event goes to ``on_progress``. When the run must stop
-(Ctrl-C, or ``on_progress`` raised ``KeyboardInterrupt``), it raises :class:`StopTuning` *after*
-the batch is saved.
+(Ctrl-C, or ``on_progress`` raised ``KeyboardInterrupt``), or the :class:`~.budget.Budget` says
+so (its time is up, the search has converged), it raises :class:`StopTuning` *after* the batch
+is saved.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from ..results import TuneProgress
 from ..tvm_compat import derived_object, metaschedule
+from .budget import Budget, has_converged
 from .run_state import BUILD_FAILED, INTERRUPTED, KNOWN_PREFIX, Shared, StopTuning
 
 ms = metaschedule()
@@ -30,17 +32,22 @@ class RecordAndReport(ms.measure_callback.PyMeasureCallback):
         self,
         shared: Shared,
         database: Any,
-        trials_total: int,
+        budget: Budget,
         done_before: int,
         on_progress: Callable[[TuneProgress], None] | None,
         log_path: str,
         work_dir: str,
         curves: dict[str, list[tuple[int, float]]],
+        peak_gflops: float | None = None,
+        per_iter: int = 64,
     ) -> None:
         super().__init__()
         self.shared = shared
         self.database = database
-        self.trials_total = trials_total
+        self.budget = budget
+        self.trials_total = budget.trials
+        self.peak_gflops = peak_gflops
+        self.per_iter = per_iter
         self.done_before = done_before
         self.done = done_before
         self.on_progress = on_progress
@@ -119,20 +126,43 @@ class RecordAndReport(ms.measure_callback.PyMeasureCallback):
         self._emit(task, best, flop, tuple(curve), self.done)
         if self.shared.stop.is_set():
             raise StopTuning("interrupted")
+        reason = self._budget_spent()
+        if reason:
+            self.shared.stop_reason = reason
+            raise StopTuning(reason)
+
+    def _budget_spent(self) -> str:
+        """``"time"`` or ``"converged"`` when the run should end after this batch, else ``""``."""
+        budget = self.budget
+        if budget.time_s is not None and time.perf_counter() - self.start >= budget.time_s:
+            return "time"
+        if budget.converge and self.curves:
+            new = self.done - self.done_before
+            if all(
+                has_converged(curve, self.done, new, self.per_iter)
+                for curve in self.curves.values()
+            ):
+                return "converged"
+        return ""
 
     def _emit(
         self, task: str, best: float | None, flop: float | None, curve: tuple, done: int
     ) -> None:
         elapsed = time.perf_counter() - self.start
         fresh = done - self.done_before
-        left = max(0, self.trials_total - done)
-        eta = elapsed / fresh * left if fresh > 0 else None
+        eta = None
+        if self.trials_total is not None and fresh > 0:
+            eta = elapsed / fresh * max(0, self.trials_total - done)
+        if self.budget.time_s is not None:
+            left = max(0.0, self.budget.time_s - elapsed)
+            eta = left if eta is None else min(eta, left)
+        gflops = flop / best / 1e9 if flop and best else None
         event = TuneProgress(
             task=task,
-            trials_done=min(done, self.trials_total),
+            trials_done=done if self.trials_total is None else min(done, self.trials_total),
             trials_total=self.trials_total,
             best_latency_s=best,
-            best_gflops=flop / best / 1e9 if flop and best else None,
+            best_gflops=gflops,
             elapsed_s=elapsed,
             eta_s=eta,
             curve=curve,
@@ -143,6 +173,8 @@ class RecordAndReport(ms.measure_callback.PyMeasureCallback):
             resumed_from=self.done_before,
             log_path=self.log_path,
             work_dir=self.work_dir,
+            peak_fraction=gflops / self.peak_gflops if gflops and self.peak_gflops else None,
+            time_budget_s=self.budget.time_s,
         )
         if self.on_progress is None:
             return

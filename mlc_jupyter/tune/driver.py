@@ -14,16 +14,18 @@ import shutil
 import signal
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from time import perf_counter
 from typing import Any
 
-from ..compilation import device_for, is_gpu_target
+from ..compilation import device_for
 from ..compilation.bounds import check_bounds
-from ..errors import BuildError, TuneError, error_reason
+from ..errors import TuneError, error_reason
 from ..measure import estimate_flops
+from ..measure.machine import machine_limits
+from ..measure.timer import argument_bytes
 from ..results import TuneProgress, TuneResult
 from ..tvm_compat import (
     METASCHEDULE_LOGGER,
@@ -32,6 +34,7 @@ from ..tvm_compat import (
     metaschedule_outside_notebook,
     metaschedule_task_loggers,
 )
+from .budget import Budget, budget_for
 from .builder import InProcessBuilder
 from .callback import RecordAndReport
 from .intrinsics import load_tensor_intrinsics
@@ -41,9 +44,10 @@ from .rpc import RPCSpec, make_rpc_runner, parse_rpc
 from .run_state import Shared
 from .runner import InProcessRunner
 from .selection import Best, best_schedules
+from .spaces import Spaces, choose_spaces
 from .tasks import Tasks, apply_relax, assemble_tir, collect_tasks
 from .threads import target_cores, unpin_this_thread
-from .timing import time_relax, time_remote, time_tir
+from .timing import final_timing, time_remote
 
 LOG_NAME = "tune.log"
 #: The most candidates a round measures (MetaSchedule's own default).
@@ -53,6 +57,8 @@ MIN_PER_ITER = 8
 #: A small budget is spread over at least this many rounds, so the cost model learns before
 #: most of it is spent.
 MIN_ROUNDS = 4
+#: MetaSchedule's trial limit for a run limited by time only (the budget stops it first).
+UNLIMITED_TRIALS = 1_000_000
 
 
 @dataclass
@@ -65,12 +71,16 @@ class _Run:
     database: Any
     log_path: Path
     rpc: RPCSpec | None
-    trials: int
+    budget: Budget
     measured: Measured
+    spaces: Spaces
+    peak_gflops: float | None = None
 
     @property
     def remaining(self) -> int:
-        return max(0, self.trials - self.measured.count)
+        if self.budget.trials is None:
+            return UNLIMITED_TRIALS
+        return max(0, self.budget.trials - self.measured.count)
 
 
 def default_per_iter(remaining: int) -> int:
@@ -86,7 +96,8 @@ def tune(
     mod: Any,
     target: Any = None,
     *,
-    trials: int = 64,
+    trials: int | None = None,
+    time: str | float | None = None,
     per_iter: int | None = None,
     work_dir: str | Path | None = None,
     fresh: bool = False,
@@ -95,43 +106,57 @@ def tune(
     rpc: str | None = None,
     on_progress: Callable[[TuneProgress], None] | None = None,
 ) -> TuneResult:
-    """Tune ``mod`` with MetaSchedule for ``trials`` measured candidates in all.
+    """Tune ``mod`` with MetaSchedule for ``trials`` measured candidates in all, for ``time``
+    (``"10m"``, or seconds), or by default for at most :data:`~.budget.DEFAULT_TIME_S` or until
+    the search has converged (:mod:`.budget`).
 
-    The work dir's JSON database is the truth: a second call with the same workload and work dir
-    measures only the trials still missing (``fresh=True`` starts over). Ctrl-C, or a
+    ``space`` is ``"default"`` (the BLIS-like :mod:`.matmul_space` for matmul-like CPU kernels,
+    MetaSchedule's default space for the rest), ``"metaschedule"``, ``"matmul"`` or a schedule
+    function. The work dir's JSON database is the truth: a second call with the same workload and
+    work dir measures only the trials still missing (``fresh=True`` starts over). Ctrl-C, or a
     ``KeyboardInterrupt`` raised by ``on_progress``, ends the run after the batch in flight,
     keeps every record and returns the best so far (``interrupted=True``).
     """
-    run = _prepare(mod, target, trials, work_dir, fresh, space, rpc)
+    run = _prepare(mod, target, budget_for(trials, time), work_dir, fresh, space, rpc)
     unpin_this_thread()
     load_tensor_intrinsics(str(run.target.kind.name))
     shared = _shared_state(run.measured)
+    per_iter = per_iter or default_per_iter(run.remaining)
     callback = RecordAndReport(
-        shared, run.database, trials, run.measured.count, on_progress, str(run.log_path),
-        str(run.work), run.measured.curves,
+        shared, run.database, run.budget, run.measured.count, on_progress, str(run.log_path),
+        str(run.work), run.measured.curves, run.peak_gflops, per_iter,
     )  # fmt: skip
-    interrupted = False
-    start = time.perf_counter()
+    stop_reason = "trials"
+    start = perf_counter()
     if run.remaining > 0:
-        per_iter = per_iter or default_per_iter(run.remaining)
-        interrupted = _search(run, shared, callback, per_iter, space, seed)
-    return _result(run, callback, shared, interrupted, time.perf_counter() - start)
+        stop_reason = _search(run, shared, callback, per_iter, seed)
+    return _result(run, callback, shared, stop_reason, perf_counter() - start)
 
 
 def _prepare(
-    mod: Any, target: Any, trials: int, work_dir: Any, fresh: bool, space: Any, rpc: str | None
+    mod: Any, target: Any, budget: Budget, work_dir: Any, fresh: bool, space: Any, rpc: str | None
 ) -> _Run:
-    """Check the request, split ``mod`` into tasks, open the work dir's database."""
-    if trials < 1:
-        raise TuneError(f"--trials must be at least 1, got {trials}")
+    """Check the request, split ``mod`` into tasks, pick their spaces, open the database."""
     rpc_spec = parse_rpc(rpc)
     target = tuning_target(target, rpc_spec)
     tasks = collect_tasks(mod, target)
     check_bounds(tasks.workload)  # candidates are compiled and run in this process
-    work = Path(work_dir) if work_dir else work_dir_for(tasks.workload, target, tasks.kind, space)
+    spaces = choose_spaces(tasks.mods, target, space)
+    work = (
+        Path(work_dir) if work_dir else work_dir_for(tasks.workload, target, tasks.kind, spaces.key)
+    )
     database = create_database(work, fresh)
     measured = measured_before(database, tasks)
-    return _Run(tasks, target, work, database, work / "logs" / LOG_NAME, rpc_spec, trials, measured)
+    log_path = work / "logs" / LOG_NAME
+    peak = None if rpc_spec else _peak_gflops(target)
+    return _Run(tasks, target, work, database, log_path, rpc_spec, budget, measured, spaces, peak)
+
+
+def _peak_gflops(target: Any) -> float | None:
+    """This machine's fp32 peak for the target's cores (measured once per machine, cached)."""
+    if str(target.kind.name) != "llvm":
+        return None
+    return machine_limits().peak(target_cores(target))
 
 
 def _shared_state(measured: Measured) -> Shared:
@@ -143,10 +168,8 @@ def _shared_state(measured: Measured) -> Shared:
     return shared
 
 
-def _search(
-    run: _Run, shared: Shared, callback: Any, per_iter: int, space: Any, seed: int | None
-) -> bool:
-    """MetaSchedule's search over the missing trials; True when it was interrupted."""
+def _search(run: _Run, shared: Shared, callback: Any, per_iter: int, seed: int | None) -> str:
+    """MetaSchedule's search over the missing trials; returns why it ended (see ``TuneResult``)."""
     ms = metaschedule()
     export_dir = tempfile.mkdtemp(prefix="mlc-tune-") if run.rpc else None
     builder = InProcessBuilder(shared, export_dir)
@@ -154,7 +177,7 @@ def _search(
         runner = make_rpc_runner(run.rpc)
     else:
         runner = InProcessRunner(shared, device_for(run.target), target_cores(run.target))
-    contexts = _task_contexts(run.tasks, run.target, run.work, space, seed)
+    contexts = _task_contexts(run.tasks, run.target, run.work, run.spaces, seed)
     with _logs_to_file(run.log_path):
         try:
             with _sigint_sets(shared.stop):
@@ -173,20 +196,21 @@ def _search(
                     task_scheduler="gradient",
                 )
         except KeyboardInterrupt:
-            return True
+            return "interrupted"
         except Exception as err:  # noqa: BLE001 - StopTuning arrives wrapped by the FFI
-            if not shared.stop.is_set() and "StopTuning" not in f"{type(err)} {err}":
+            stopped = shared.stop.is_set() or shared.stop_reason
+            if not stopped and "StopTuning" not in f"{type(err)} {err}":
                 raise TuneError(f"tuning failed: {error_reason(err)}") from None
-            return True
+            return "interrupted" if shared.stop.is_set() else shared.stop_reason or "interrupted"
         finally:
             shared.modules.clear()
             if export_dir:
                 shutil.rmtree(export_dir, ignore_errors=True)
-    return False
+    return "trials"
 
 
 def _task_contexts(
-    tasks: Tasks, target: Any, work_dir: Path, space: Any, seed: int | None
+    tasks: Tasks, target: Any, work_dir: Path, spaces: Spaces, seed: int | None
 ) -> list[Any]:
     """One MetaSchedule ``TuneContext`` per task, logging to the work dir."""
     ms = metaschedule()
@@ -196,14 +220,11 @@ def _task_contexts(
         global_logger.removeHandler(handler)
         handler.close()
     loggers = metaschedule_task_loggers(str(work_dir), tasks.names)
-    if space in (None, "default"):
-        space = "post-order-apply"
-    elif callable(space) and not isinstance(space, ms.space_generator.SpaceGenerator):
-        space = ms.space_generator.ScheduleFn(space)
     contexts = []
-    for name, mod, logger, rand in zip(
-        tasks.names, tasks.mods, loggers, fork_seed(seed, len(tasks.names)), strict=False
-    ):
+    for name, mod, logger, rand, space in zip(
+        tasks.names, tasks.mods, loggers, fork_seed(seed, len(tasks.names)), spaces.generators,
+        strict=False,
+    ):  # fmt: skip
         contexts.append(
             ms.TuneContext(
                 mod=mod,
@@ -258,49 +279,49 @@ def _sigint_sets(stop: threading.Event) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _tuned_tir(run: _Run, best: Best) -> tuple[Any, float | None, float | None, Any]:
-    """The tuned TensorIR module, the untuned and tuned latencies, and the trace shown."""
+def _tuned_tir(run: _Run, best: Best) -> tuple[Any, float | None, float | None, Any, Any]:
+    """The tuned TensorIR module, the untuned and tuned latencies, the tuned one's ``Timing``
+    and the trace shown.
+
+    The tuned latency is measured afresh, as ``%mlc_time`` measures (on the RPC server with
+    ``--rpc``), once the choice is made: the figure that chose the winner is the best of several
+    noisy ones and reads low.
+    """
     tasks = run.tasks
     tuned = assemble_tir(tasks, best.mods)
     name = "main" if len(tasks.mods) == 1 else tasks.names[0]
+    trace = best.traces.get(tasks.names[0])
     if run.rpc:
         baseline, latency = time_remote(run.rpc, [tasks.workload, tuned], run.target, name)
         if latency is None and len(tasks.mods) == 1:
             latency = best.measured_s.get(tasks.names[0])
-        return tuned, baseline, latency, best.traces.get(tasks.names[0])
-    baseline = _untuned_latency(run, name)
-    if len(tasks.mods) == 1 and tasks.names[0] in best.retimed_s:
-        latency = best.retimed_s[tasks.names[0]]
-    else:
-        latency = time_tir(tuned, run.target, name)
-    return tuned, baseline, latency, best.traces.get(tasks.names[0])
+        return tuned, baseline, latency, None, trace
+    # None for what cannot be timed: a GPU workload without thread bindings builds as host code
+    baseline = final_timing(tasks.workload, run.target, name)
+    timing = final_timing(tuned, run.target, name)
+    return tuned, _median(baseline), _median(timing), timing, trace
 
 
-def _untuned_latency(run: _Run, name: str) -> float | None:
-    """The untuned workload's latency; ``None`` for a GPU workload without thread bindings
-    (TVM would build it as host code, so it has no GPU time to compare with)."""
-    try:
-        return time_tir(run.tasks.workload, run.target, name)
-    except BuildError:
-        if is_gpu_target(run.target):
-            return None
-        raise
+def _median(timing: Any) -> float | None:
+    return timing.median_s if timing is not None else None
 
 
-def _tuned_relax(run: _Run, best: Best, shared: Shared) -> tuple[Any, Any, Any, Any]:
-    """The tuned Relax module, its latencies, and the trace of its slowest kernel."""
+def _tuned_relax(run: _Run, best: Best, shared: Shared) -> tuple[Any, Any, Any, Any, Any]:
+    """The tuned Relax module, its latencies and ``Timing``, the trace of its slowest kernel."""
     tuned = apply_relax(run.tasks, run.database, run.target)
     if run.rpc:
         baseline, latency = time_remote(run.rpc, [run.tasks.workload, tuned], run.target)
+        timing = None
     else:
-        baseline = time_relax(run.tasks.workload, run.target)
-        latency = time_relax(tuned, run.target)
+        baseline = _median(final_timing(run.tasks.workload, run.target, "main"))
+        timing = final_timing(tuned, run.target, "main")
+        latency = _median(timing)
     slowest = max(best.traces, key=lambda n: shared.best.get(n, 0.0))
-    return tuned, baseline, latency, best.traces[slowest]
+    return tuned, baseline, latency, timing, best.traces[slowest]
 
 
 def _result(
-    run: _Run, callback: Any, shared: Shared, interrupted: bool, elapsed: float
+    run: _Run, callback: Any, shared: Shared, stop_reason: str, elapsed: float
 ) -> TuneResult:
     """Pick the best schedules, time them against the untuned workload, build the result."""
     tasks = run.tasks
@@ -312,9 +333,9 @@ def _result(
             hint=f"the MetaSchedule log is in {run.log_path}",
         )
     if tasks.kind == "tir":
-        tuned, baseline, latency, trace = _tuned_tir(run, best)
+        tuned, baseline, latency, timing, trace = _tuned_tir(run, best)
     else:
-        tuned, baseline, latency, trace = _tuned_relax(run, best, shared)
+        tuned, baseline, latency, timing, trace = _tuned_relax(run, best, shared)
     flop = None
     if tasks.kind == "tir" and len(tasks.mods) == 1:
         flop = estimate_flops(tasks.mods[0], "main")
@@ -327,10 +348,10 @@ def _result(
         target=run.target,
         work_dir=str(run.work),
         n_records=run.measured.count + callback.new_done,
-        trials_requested=run.trials,
+        trials_requested=run.budget.trials or 0,
         trials_new=callback.new_done,
         resumed_from=run.measured.count,
-        interrupted=interrupted,
+        interrupted=stop_reason == "interrupted",
         kind=tasks.kind,
         flop=flop,
         build_errors=shared.build_errors,
@@ -341,4 +362,12 @@ def _result(
         curves={k: tuple(v) for k, v in callback.curves.items()},
         task_workloads=dict(zip(tasks.names, tasks.mods, strict=False)),
         rpc=str(run.rpc) if run.rpc else None,
+        stop_reason=stop_reason,
+        spaces=dict(zip(tasks.names, run.spaces.names, strict=False)),
+        timing=timing,
+        peak_gflops=run.peak_gflops,
+        bytes=argument_bytes(tasks.mods[0])
+        if tasks.kind == "tir" and len(tasks.mods) == 1
+        else None,
+        time_budget_s=run.budget.time_s,
     )

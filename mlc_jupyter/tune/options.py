@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import inspect
 import os
 from pathlib import Path
 from typing import Any
@@ -48,28 +47,15 @@ def tuning_target(spec: Any = None, rpc: RPCSpec | None = None) -> Any:
     return tvm().target.Target(config)
 
 
-def space_key(space: Any) -> str:
-    """What tells one search space from another: ``""`` for MetaSchedule's default space, else
-    the schedule function's name and a hash of its source (an edited function is a new space)."""
-    if space in (None, "default"):
-        return ""
-    func = getattr(space, "__wrapped__", space)
-    name = f"{getattr(func, '__module__', '')}.{getattr(func, '__qualname__', type(func).__name__)}"
-    try:
-        text = inspect.getsource(func)
-    except (OSError, TypeError):
-        text = repr(func)
-    return f"{name}:{hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()[:12]}"
-
-
-def work_dir_for(workload: Any, target: Any, kind: str, space: Any = "default") -> Path:
+def work_dir_for(workload: Any, target: Any, kind: str, space_key: str = "") -> Path:
     """The default work dir of a workload: ``<cache>/tune/<kind>-<hash of workload+target+space>``.
 
     Tunes of one workload in different search spaces keep separate databases: a record of one
-    space is no answer for the other.
+    space is no answer for the other. ``space_key`` is :attr:`.spaces.Spaces.key` (``""`` for
+    MetaSchedule's default space, so earlier caches stay valid).
     """
     key = f"{structural_hash(workload)}|{target}"
-    if space_key(space):
-        key += f"|{space_key(space)}"
+    if space_key:
+        key += f"|{space_key}"
     digest = hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:16]
     return cache_dir() / "tune" / f"{kind}-{digest}"

@@ -35,6 +35,7 @@ class Shared:
         self.known_hits: set[str] = set()
         self.best: dict[str, float] = {}
         self.stop = threading.Event()
+        self.stop_reason = ""  # "time" or "converged" when the budget ended the run
         self.build_errors = 0
         self.run_errors = 0
         self.first_error = ""

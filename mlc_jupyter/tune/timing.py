@@ -1,8 +1,9 @@
 """Time the untuned and the tuned module the same way, so the speed-up compares like with like.
 
-Timing is the shared :func:`mlc_jupyter.measure.time_module` (cached build, ``time_evaluator``
-with calibrated loops, median of 5), run on the tuner's measuring thread so kernels get the
-target's ``num-cores`` threads, exactly as the candidates did.
+The latencies a tuning result reports are :func:`mlc_jupyter.measure.time_module`'s (cached
+build, ``time_evaluator`` with calibrated loops, median of 5) on the calling thread: exactly what
+``%mlc_time`` measures for the same module right after, and a measurement of its own, not the
+figure that chose the winner (the best of several noisy figures reads low).
 
 Close contenders (the top few records of a search) are timed *in turns*: one calibrated sample
 of each, round after round. A slow spell of the machine (another process, a busy host under a
@@ -30,28 +31,18 @@ from .threads import on_measure_thread, target_cores
 Sampler = Callable[[], float]
 
 
-def _median(mod: Any, target: Any, name: str) -> float:
-    timing = time_module(mod, target, func_name=name)
-    if timing.median_s is None:
-        raise MLCError(f"timing {name} failed: {timing.error}")
-    return float(timing.median_s)
-
-
 def _on_measure_thread(target: Any, fn: Any, *args: Any) -> Any:
     return on_measure_thread(target_cores(target), fn, *args)
 
 
-def time_tir(mod: Any, target: Any, name: str = "main") -> float:
-    """Median seconds of one call of ``mod[name]`` built for ``target``, on the host CPU."""
-    return _on_measure_thread(target, _median, mod, target, name)
-
-
-def time_relax(mod: Any, target: Any) -> float | None:
-    """Median seconds of one call of the Relax ``main`` (``None`` when it cannot be timed)."""
+def final_timing(mod: Any, target: Any, name: str = "main") -> Any:
+    """The :class:`~mlc_jupyter.results.Timing` of ``mod[name]`` as ``%mlc_time`` takes it
+    (``None`` when it cannot be timed, a Relax module that needs inputs it cannot make, say)."""
     try:
-        return _on_measure_thread(target, _median, mod, target, "main")
+        timing = time_module(mod, target, func_name=name)
     except MLCError:
         return None
+    return timing if timing.median_s is not None else None
 
 
 def time_remote(spec: Any, mods: Sequence[Any], target: Any, name: str = "main") -> list[Any]:

@@ -85,7 +85,7 @@ function drawDiff(pre, text) {
 
 function drawHistory(model, table) {
   table.replaceChildren(
-    h("tr", {}, ...["#", "decisions", "latency (ms)", "GFLOP/s", "correct", ""].map((c) => h("th", {}, c))),
+    h("tr", {}, ...["#", "decisions", "latency (ms)", "GFLOP/s", "% peak", "correct", ""].map((c) => h("th", {}, c))),
   );
   const picked = model.get("picked");
   for (const row of model.get("history")) {
@@ -104,6 +104,7 @@ function drawHistory(model, table) {
         h("td", {}, row.decisions || "(no sampling)"),
         h("td", {}, row.error ? "failed" : fmt(row.latency_ms, 4)),
         h("td", {}, fmt(row.gflops, 1)),
+        h("td", {}, fmt(row.peak_pct, 0)),
         h("td", {}, correct),
         h("td", {}, use),
       ),
@@ -137,8 +138,9 @@ function render({ model, el }) {
   const ir = h("div", { class: "mlc-tr-ir", "data-testid": "ir" });
   const diff = h("pre", { class: "mlc-tr-diff", "data-testid": "diff" });
   const history = h("table", { class: "mlc-tr-history", "data-testid": "history" });
+  const roofline = h("div", { class: "mlc-tr-roofline", "data-testid": "roofline" });
   const exported = h("textarea", { class: "mlc-tr-export", readonly: "", rows: "8", "data-testid": "export" });
-  root.append(title, controls, error, status, h("div", { class: "mlc-tr-panes" }, list, h("div", { class: "mlc-tr-right" }, ir, diff)), history, exported);
+  root.append(title, controls, error, status, h("div", { class: "mlc-tr-panes" }, list, h("div", { class: "mlc-tr-right" }, ir, diff)), history, roofline, exported);
   el.append(root);
 
   const draw = () => {
@@ -161,11 +163,12 @@ function render({ model, el }) {
     drawSteps(model, list);
     drawHistory(model, history);
     history.style.display = model.get("history").length ? "" : "none";
+    roofline.innerHTML = model.get("roofline_html");
     exported.value = model.get("export_text");
     exported.style.display = model.get("export_text") ? "" : "none";
   };
   diffToggle.addEventListener("change", draw);
-  const names = ["step", "n_steps", "steps", "groups", "ir_html", "diff_text", "error", "status", "history", "picked", "export_text", "title"];
+  const names = ["step", "n_steps", "steps", "groups", "ir_html", "diff_text", "error", "status", "history", "roofline_html", "picked", "export_text", "title"];
   for (const name of names) model.on(`change:${name}`, draw);
   draw();
   return () => {

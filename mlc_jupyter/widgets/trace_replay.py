@@ -14,9 +14,12 @@ from typing import Any
 import anywidget
 import traitlets as t
 
+from ..compilation import resolve_target
 from ..display.highlight import highlight_html
+from ..display.roofline import RooflinePoint, roofline_svg
 from ..display.trace import decision_text, step_groups, trace_bundle
 from ..errors import MLCError
+from ..measure.machine import cached_machine_limits, kernel_cores
 from ..schedule.irdiff import changed_lines, unified_diff
 from ..trace import load_trace
 from .esm import widget_esm
@@ -80,6 +83,7 @@ class TraceReplay(anywidget.AnyWidget):
     error = t.Unicode("").tag(sync=True)
     status = t.Unicode("").tag(sync=True)
     history = t.List(t.Dict()).tag(sync=True)
+    roofline_html = t.Unicode("").tag(sync=True)
     picked = t.Int(-1).tag(sync=True)
     bind_name = t.Unicode("").tag(sync=True)
     export_text = t.Unicode("").tag(sync=True)
@@ -131,6 +135,7 @@ class TraceReplay(anywidget.AnyWidget):
         self.status = "timing…"
         row = self.session.retime(self.target)
         self.history = [*self.history, self._row_dict(len(self.history), row)]
+        self.roofline_html = self._roofline()
         self.status = (
             f"timed: {row.latency_s * 1e3:.4f} ms" if row.latency_s else f"failed: {row.error}"
         )
@@ -200,9 +205,22 @@ class TraceReplay(anywidget.AnyWidget):
             "decisions": "; ".join(f"#{i + 1}: {v}" for i, v in row.decisions.items()),
             "latency_ms": row.latency_s * 1e3 if row.latency_s else None,
             "gflops": row.gflops,
+            "peak_pct": 100 * row.peak_fraction if row.peak_fraction else None,
             "correct": row.correct,
             "error": row.error,
         }
+
+    def _roofline(self) -> str:
+        """The timed rows on this machine's roofline (empty until its limits are known)."""
+        limits = cached_machine_limits()
+        points = [
+            RooflinePoint(f"row {n + 1}", r.intensity, r.gflops)
+            for n, r in enumerate(self.session.history)
+            if r.intensity and r.gflops and r.peak_fraction
+        ]
+        if limits is None or not points:
+            return ""
+        return roofline_svg(points, limits, kernel_cores(resolve_target(self.target)))
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         handle_showing_errors(self, lambda: self._handle(content))

@@ -1,0 +1,213 @@
+"""The roofline chart (Williams, Waterman and Patterson, 2009): how far each kernel is from the
+limit this machine puts on it.
+
+A kernel doing ``F`` flop over arguments of ``B`` bytes has arithmetic intensity ``F / B``; it
+cannot run faster than ``min(peak, bandwidth x intensity)``. The chart puts each variant at its
+intensity and measured GFLOP/s under the two ceilings, on log-log axes, as inline SVG (it survives
+in a saved notebook); :func:`roofline_text` says the same in a few lines.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+
+from ..results import MachineLimits
+
+_FONT = "font-family: var(--jp-code-font-family, monospace); font-size: 11px"
+_INK = "var(--jp-ui-font-color1, #333)"
+_FAINT = "var(--jp-ui-font-color2, #888)"
+_COLOURS = {
+    "tvm": "var(--jp-brand-color1, #1976d2)",
+    "tuned": "#2e7d32",
+    "numpy": "#8d6e63",
+    "torch": "#ef6c00",
+    "candidate": "#9e9e9e",
+}
+
+
+@dataclass(frozen=True)
+class RooflinePoint:
+    """One kernel on the chart: its name, flop per byte of its arguments, and GFLOP/s."""
+
+    name: str
+    intensity: float
+    gflops: float
+    kind: str = "tvm"
+
+
+def _ceilings(limits: MachineLimits, cores: int) -> tuple[float, float, list[tuple[str, float]]]:
+    """The peak, the bandwidth, and the lower compute ceilings worth a line (narrower vectors,
+    one core)."""
+    peak = limits.peak(cores) or 0.0
+    bandwidth = limits.bandwidth(cores) or 0.0
+    widths = limits.peak_gflops.get(max(c for c in limits.peak_gflops if c <= cores), {})
+    lower = []
+    for bits in sorted(widths, reverse=True):
+        value = widths[bits]
+        if value < 0.9 * peak and all(abs(value - v) > 0.1 * v for _, v in lower):
+            lower.append((f"{bits}-bit vectors", value))
+    one_core = limits.peak(1)
+    if cores > 1 and one_core and one_core < 0.9 * peak:
+        near = [n for n, (_, v) in enumerate(lower) if abs(one_core - v) <= 0.1 * v]
+        if near:
+            lower[near[0]] = (f"{lower[near[0]][0]} or 1 core", lower[near[0]][1])
+        else:
+            lower.append(("1 core", one_core))
+    return peak, bandwidth, lower
+
+
+def roofline_text(points: list[RooflinePoint], limits: MachineLimits, cores: int) -> str:
+    """The chart in words: the ceilings, then each point's share of the roof above it."""
+    peak, bandwidth, _ = _ceilings(limits, cores)
+    if not peak or not bandwidth:
+        return ""
+    ridge = peak / bandwidth
+    lines = [
+        f"roofline: fp32 peak {peak:.0f} GFLOP/s ({cores} core{'s' if cores > 1 else ''}), "
+        f"bandwidth {bandwidth:.1f} GB/s, ridge at {ridge:.1f} flop/byte"
+        + ("" if limits.quiet else " (measured on a busy machine: %mlc_machine --refresh)")
+    ]
+    for point in points:
+        roof = limits.roof(point.intensity, cores) or peak
+        bound = "compute-bound" if point.intensity >= ridge else "memory-bound"
+        lines.append(
+            f"  {point.name}: {point.intensity:.1f} flop/byte, {point.gflops:.1f} GFLOP/s = "
+            f"{point.gflops / peak:.0%} of peak, {point.gflops / roof:.0%} of its roof ({bound})"
+        )
+    return "\n".join(lines)
+
+
+def roofline_svg(
+    points: list[RooflinePoint],
+    limits: MachineLimits,
+    cores: int,
+    width: int = 440,
+    height: int = 250,
+) -> str:
+    """Log-log chart of GFLOP/s against flop per byte, ceilings as lines, one dot per point."""
+    peak, bandwidth, lower = _ceilings(limits, cores)
+    shown = [p for p in points if p.intensity > 0 and p.gflops > 0]
+    if not peak or not bandwidth:
+        return ""
+    ridge = peak / bandwidth
+    xs = [p.intensity for p in shown] + [ridge]
+    ys = [p.gflops for p in shown] + [peak]
+    x_lo, x_hi = min(xs) / 4, max(xs) * 4
+    y_lo, y_hi = min(min(ys), bandwidth * x_lo) / 2, peak * 2
+    left, right, top, bottom = 52, 12, 10, 34
+    plot_w, plot_h = width - left - right, height - top - bottom
+
+    def x(value: float) -> float:
+        return left + plot_w * math.log(value / x_lo) / math.log(x_hi / x_lo)
+
+    def y(value: float) -> float:
+        return top + plot_h * (1 - math.log(value / y_lo) / math.log(y_hi / y_lo))
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'role="img" aria-label="roofline chart" style="{_FONT}">',
+        f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" '
+        f'stroke="{_FAINT}" stroke-width="0.5"/>',
+    ]
+    parts += _ticks(x, y, x_lo, x_hi, y_lo, y_hi, left, top, plot_h)
+    knee = min(ridge, x_hi)
+    parts.extend(
+        (
+            f'<polyline fill="none" stroke="{_INK}" stroke-width="1.5" points="'
+            f"{x(x_lo):.1f},{y(max(bandwidth * x_lo, y_lo)):.1f} {x(knee):.1f},{y(peak):.1f} "
+            f'{x(x_hi):.1f},{y(peak):.1f}"><title>{bandwidth:.1f} GB/s and {peak:.0f} GFLOP/s'
+            "</title></polyline>",
+            f'<text x="{x(x_hi) - 4:.1f}" y="{y(peak) - 4:.1f}" text-anchor="end" fill="{_INK}">'
+            f"peak {peak:.0f} GFLOP/s</text>",
+            f'<text x="{x(x_lo) + 4:.1f}" y="{y(max(bandwidth * x_lo, y_lo)) - 6:.1f}" '
+            f'fill="{_INK}">{bandwidth:.0f} GB/s</text>',
+        )
+    )
+    for label, value in lower:
+        start = value / bandwidth
+        if x_lo < start < x_hi and y_lo < value < y_hi:
+            parts.append(
+                f'<line x1="{x(start):.1f}" y1="{y(value):.1f}" x2="{x(x_hi):.1f}" '
+                f'y2="{y(value):.1f}" stroke="{_FAINT}" stroke-dasharray="4 3"/>'
+                f'<text x="{x(start) + 4:.1f}" y="{y(value) + 11:.1f}" '
+                f'fill="{_FAINT}">{html.escape(label)} {value:.0f}</text>'
+            )
+    labels: list[tuple[float, float]] = []
+    for point in sorted(shown, key=lambda p: -p.gflops):
+        colour = _COLOURS.get(point.kind, _COLOURS["tvm"])
+        share = point.gflops / peak
+        radius = 2.5 if point.kind == "candidate" else 4
+        parts.append(
+            f'<circle cx="{x(point.intensity):.1f}" cy="{y(point.gflops):.1f}" r="{radius}" '
+            f'fill="{colour}"><title>{html.escape(point.name)}: {point.gflops:.1f} GFLOP/s, '
+            f"{share:.0%} of peak, {point.intensity:.1f} flop/byte</title></circle>"
+        )
+        if point.kind != "candidate":
+            label_x, label_y = x(point.intensity) + 6, y(point.gflops) + 4
+            while any(abs(label_x - lx) < 60 and abs(label_y - ly) < 11 for lx, ly in labels):
+                label_y += 11  # below a label it would cover
+            labels.append((label_x, label_y))
+            parts.append(
+                f'<text x="{label_x:.1f}" y="{label_y:.1f}" '
+                f'fill="{colour}">{html.escape(point.name)} {share:.0%}</text>'
+            )
+    parts.append(
+        f'<text x="{left + plot_w / 2:.1f}" y="{height - 4}" text-anchor="middle" '
+        f'fill="{_INK}">arithmetic intensity (flop/byte of arguments)</text>'
+        f'<text x="12" y="{top + plot_h / 2:.1f}" text-anchor="middle" fill="{_INK}" '
+        f'transform="rotate(-90 12 {top + plot_h / 2:.1f})">GFLOP/s</text></svg>'
+    )
+    return "".join(parts)
+
+
+def _ticks(x, y, x_lo, x_hi, y_lo, y_hi, left, top, plot_h) -> list[str]:
+    """Decade ticks on both log axes."""
+    out = []
+    for exponent in range(math.floor(math.log10(x_lo)), math.ceil(math.log10(x_hi)) + 1):
+        value = 10.0**exponent
+        if x_lo <= value <= x_hi:
+            out.append(
+                f'<text x="{x(value):.1f}" y="{top + plot_h + 12}" text-anchor="middle" '
+                f'fill="{_FAINT}">{value:g}</text>'
+            )
+    for exponent in range(math.floor(math.log10(y_lo)), math.ceil(math.log10(y_hi)) + 1):
+        value = 10.0**exponent
+        if y_lo <= value <= y_hi:
+            out.append(
+                f'<text x="{left - 4}" y="{y(value) + 4:.1f}" text-anchor="end" '
+                f'fill="{_FAINT}">{value:g}</text>'
+            )
+    return out
+
+
+def limits_text(limits: MachineLimits) -> str:
+    """This machine's limits as a small table, with where they are cached and how to redo them."""
+    widths = sorted({b for w in limits.peak_gflops.values() for b in w})
+    head = "cores  " + "  ".join(f"{b}-bit".rjust(9) for b in widths) + "   bandwidth"
+    lines = [f"{limits.machine}", "fp32 peak, GFLOP/s by vector width:", head]
+    for cores in sorted(limits.peak_gflops):
+        row = limits.peak_gflops[cores]
+        cells = "  ".join(f"{row[b]:9.1f}" if b in row else " " * 9 for b in widths)
+        bandwidth = limits.bandwidth_gbs.get(cores)
+        lines.append(f"{cores:5d}  {cells}   " + (f"{bandwidth:.1f} GB/s" if bandwidth else "-"))
+    how = "read from the cache" if limits.cached else f"measured in {limits.seconds:.1f} s"
+    lines.append(f"measured {limits.measured_at} ({how}); cached in {limits.path}")
+    if not limits.quiet:
+        lines.append(
+            "other programs were running while it was measured, so figures may read low: "
+            "run %mlc_machine --refresh on a quiet machine"
+        )
+    return "\n".join(lines)
+
+
+def limits_bundle(limits: MachineLimits) -> dict[str, str]:
+    """The table and the machine's roofline (its ceilings, no kernels yet)."""
+    text = limits_text(limits)
+    chart = roofline_svg([], limits, limits.cores)
+    return {
+        "text/html": f'<div style="{_FONT}"><pre style="margin: 0">{html.escape(text)}</pre>'
+        f"{chart}</div>",
+        "text/plain": text,
+    }

@@ -1,0 +1,40 @@
+"""``%mlc_machine``: this machine's fp32 peak and memory bandwidth, measured once and cached."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+
+from ..display.roofline import limits_bundle, limits_text
+from ..measure.machine import machine_limits
+from ..results import MachineLimits
+
+
+@magics_class
+class MachineMagics(Magics):
+    """The limits ``%mlc_time`` and ``%mlc_tune`` measure kernels against."""
+
+    @magic_arguments()
+    @argument("--refresh", action="store_true", help="measure again and replace the cached figures")
+    @argument("-o", dest="output", action="store_true", help="return the MachineLimits")
+    @line_magic
+    def mlc_machine(self, line: str) -> Any:
+        """Show this machine's fp32 peak (per core count and vector width), memory bandwidth and
+        roofline; measured the first time (about a second), then read from the cache file."""
+        args = parse_argstring(self.mlc_machine, line)
+        limits = machine_limits(refresh=args.refresh)
+        if args.output:
+            return limits
+        display(limits_bundle(limits), raw=True)
+        return None
+
+
+def register(ipython: Any) -> None:
+    """Register ``%mlc_machine`` and the renderer of :class:`MachineLimits`."""
+    ipython.register_magics(MachineMagics)
+    formatters = ipython.display_formatter.formatters
+    formatters["text/html"].for_type(MachineLimits, lambda m: limits_bundle(m)["text/html"])
+    formatters["text/plain"].for_type(MachineLimits, lambda m, p, cycle: p.text(limits_text(m)))

@@ -1,0 +1,113 @@
+"""How long a tuning run goes on: a number of trials, a time, or until the search has converged.
+
+``%mlc_tune MOD`` tunes for at most :data:`DEFAULT_TIME_S` and stops earlier when the search has
+converged; ``--time 10m`` sets the time, ``--trials N`` a count (with both, whichever comes first;
+a count alone runs all of it). The run stops after the round in flight.
+
+*Converged* means: the task has at least :data:`CONVERGE_MIN_TRIALS` records (the cost model
+predicts at random until it has 100, so earlier plateaus mean nothing), this run has measured at
+least one round, and the best latency improved by less than :data:`CONVERGED_GAIN` over the
+last :data:`WINDOW_SHARE` of all records (at least :data:`WINDOW_MIN`). A run with several tasks
+has converged when each of them has. The improvements of a search come in steps that get rarer;
+requiring the window to grow with the run means a long run needs a long quiet stretch to stop.
+
+Importing this module does not import TVM.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..errors import TuneError
+
+#: The time a tune without ``--trials`` or ``--time`` may take at most, in seconds.
+DEFAULT_TIME_S = 600.0
+#: Records a task needs before its search can count as converged.
+CONVERGE_MIN_TRIALS = 256
+#: An improvement of the best latency smaller than this share is no improvement.
+CONVERGED_GAIN = 0.01
+#: The window of records that must bring no improvement: this share of all records ...
+WINDOW_SHARE = 1 / 3
+#: ... and at least this many (three rounds of 64).
+WINDOW_MIN = 192
+
+_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A run's limits: ``trials`` and/or ``time_s`` (``None``: no limit of that kind), and
+    whether it stops when the search has converged."""
+
+    trials: int | None
+    time_s: float | None
+    converge: bool
+
+    def describe(self) -> str:
+        parts = []
+        if self.trials is not None:
+            parts.append(f"{self.trials} trials")
+        if self.time_s is not None:
+            parts.append(f"at most {duration_text(self.time_s)}")
+        if self.converge:
+            parts.append("or until converged")
+        return " ".join(parts)
+
+
+def parse_duration(text: str | float | int) -> float:
+    """Seconds from ``"10m"``, ``"90s"``, ``"1.5h"``, ``"1m30s"`` or a plain number of seconds."""
+    if isinstance(text, int | float):
+        seconds = float(text)
+    else:
+        spec = str(text).strip().lower().replace(" ", "")
+        parts = re.findall(r"(\d+(?:\.\d+)?)(h|min|m|s|)", spec)
+        if not parts or "".join(n + u for n, u in parts) != spec:
+            raise TuneError(
+                f"--time expects a duration like 10m, 90s or 1h30m, got {text!r}",
+                hint="units: s, m (or min), h; a plain number is seconds",
+            )
+        seconds = sum(float(number) * _UNITS[unit] for number, unit in parts)
+    if seconds <= 0:
+        raise TuneError(f"--time must be more than zero, got {text!r}")
+    return seconds
+
+
+def duration_text(seconds: float) -> str:
+    """``600`` -> ``"10m"``, ``90`` -> ``"1m30s"``."""
+    whole = round(seconds)
+    minutes, secs = divmod(whole, 60)
+    if not minutes:
+        return f"{secs}s"
+    return f"{minutes}m" + (f"{secs:02d}s" if secs else "")
+
+
+def budget_for(trials: int | None, time: str | float | None) -> Budget:
+    """The budget of ``--trials`` / ``--time``: the default time with convergence when neither."""
+    if trials is not None and trials < 1:
+        raise TuneError(f"--trials must be at least 1, got {trials}")
+    time_s = parse_duration(time) if time is not None else None
+    if trials is None and time_s is None:
+        return Budget(None, DEFAULT_TIME_S, converge=True)
+    return Budget(trials, time_s, converge=trials is None)
+
+
+def best_at(curve: Sequence[tuple[int, float]], trial: int) -> float | None:
+    """The best latency after ``trial`` records, from a curve of improvements."""
+    best = None
+    for count, latency in curve:
+        if count > trial:
+            break
+        best = latency
+    return best
+
+
+def has_converged(curve: Sequence[tuple[int, float]], records: int, new: int, round_: int) -> bool:
+    """Whether a task's search has converged (see the module docstring)."""
+    if records < CONVERGE_MIN_TRIALS or new < round_ or not curve:
+        return False
+    window = max(WINDOW_MIN, int(records * WINDOW_SHARE))
+    before = best_at(curve, records - window)
+    now = curve[-1][1]
+    return before is not None and before <= now * (1 + CONVERGED_GAIN)
