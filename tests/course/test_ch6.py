@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from build_support import blocking, blocking_with_shared
 from course_support import build, call, cuda_source, run_listing
 
 from mlc_jupyter import tvm_compat
@@ -54,67 +55,17 @@ def test_window_sum_runs_on_cpu_and_its_shared_memory_schedule_becomes_a_cuda_ke
     assert "__syncthreads();" in source
 
 
-def _blocking(sch, tile_local_y, tile_local_x, tile_block_y, tile_block_x, tile_k):
-    """The book's §6.1.5 local blocking schedule."""
-    block_c = sch.get_sblock("C")
-    c_local = sch.cache_write(block_c, 0, "local")
-    i, j, k = sch.get_loops(block=block_c)
-    i0, i1, i2 = sch.split(loop=i, factors=[None, tile_block_y, tile_local_y])
-    j0, j1, j2 = sch.split(loop=j, factors=[None, tile_block_x, tile_local_x])
-    k0, k1 = sch.split(loop=k, factors=[None, tile_k])
-    sch.unroll(k1)
-    sch.reorder(i0, j0, i1, j1, k0, k1, i2, j2)
-    sch.reverse_compute_at(c_local, j1)
-    sch.bind(i0, "blockIdx.y")
-    sch.bind(j0, "blockIdx.x")
-    sch.bind(i1, "threadIdx.y")
-    sch.bind(j1, "threadIdx.x")
-    sch.decompose_reduction(block_c, k0)
-    return sch
-
-
-def _cache_read_and_coop_fetch(sch, block, nthread, read_idx, read_loc):
-    read_cache = sch.cache_read(block=block, read_buffer_index=read_idx, storage_scope="shared")
-    sch.compute_at(block=read_cache, loop=read_loc)
-    inner0, inner1 = sch.get_loops(block=read_cache)[-2:]
-    inner = sch.fuse(inner0, inner1)
-    _, tx, vec = sch.split(loop=inner, factors=[None, nthread, 4])
-    sch.vectorize(vec)
-    sch.bind(tx, "threadIdx.x")
-
-
-def _blocking_with_shared(sch, tile_local_y, tile_local_x, tile_block_y, tile_block_x, tile_k):
-    """The book's §6.1.6 shared-memory blocking schedule."""
-    block_c = sch.get_sblock("C")
-    c_local = sch.cache_write(block_c, 0, "local")
-    i, j, k = sch.get_loops(block=block_c)
-    i0, i1, i2 = sch.split(loop=i, factors=[None, tile_block_y, tile_local_y])
-    j0, j1, j2 = sch.split(loop=j, factors=[None, tile_block_x, tile_local_x])
-    k0, k1 = sch.split(loop=k, factors=[None, tile_k])
-    sch.reorder(i0, j0, i1, j1, k0, k1, i2, j2)
-    sch.reverse_compute_at(c_local, j1)
-    sch.bind(i0, "blockIdx.y")
-    sch.bind(j0, "blockIdx.x")
-    tx = sch.fuse(i1, j1)
-    sch.bind(tx, "threadIdx.x")
-    nthread = tile_block_y * tile_block_x
-    _cache_read_and_coop_fetch(sch, block_c, nthread, 0, k0)
-    _cache_read_and_coop_fetch(sch, block_c, nthread, 1, k0)
-    sch.decompose_reduction(block_c, k0)
-    return sch
-
-
 @pytest.mark.parametrize(
     ("schedule", "marker"),
     [
-        (_blocking, "float C_local_ptr[64];"),  # an 8x8 tile of C per thread
-        (_blocking_with_shared, "*(float4*)(A_shared_ptr"),  # vectorised cooperative fetch
+        (blocking, "float C_local_ptr[64];"),  # an 8x8 tile of C per thread
+        (blocking_with_shared, "*(float4*)(A_shared_ptr"),  # vectorised cooperative fetch
     ],
     ids=["local-blocking", "shared-memory-blocking"],
 )
 def test_gpu_matmul_schedules_of_the_book_become_cuda_kernels(shell, schedule, marker):
     mod = run_listing(shell, "ch6_matmul")
-    sch = schedule(tvm_compat.Schedule(mod), 8, 8, 8, 8, 4 if schedule is _blocking else 8)
+    sch = schedule(tvm_compat.Schedule(mod), 8, 8, 8, 8, 4 if schedule is blocking else 8)
     source = cuda_source(sch.mod)
     assert "__global__" in source
     assert marker in source
