@@ -280,3 +280,27 @@ def test_a_violation_would_be_reported(tmp_path, monkeypatch):
             test_no_version_specific_tvm_name_outside_the_boundary()
     finally:
         _tree.cache_clear()
+
+
+#: Test folders that are not packages of mlc_jupyter: end-to-end paths a user takes.
+CROSS_CUTTING_TEST_DIRS = {"browser", "course", "gpu"}
+
+
+def test_the_test_tree_mirrors_the_package():
+    tests = Path(__file__).resolve().parent
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
+    strays = sorted(
+        folders - CROSS_CUTTING_TEST_DIRS - {u for u in UNITS if (PACKAGE / u).is_dir()}
+    )
+    assert not strays, (
+        f"tests/{strays[0]}/ names no package of mlc_jupyter: tests of mlc_jupyter/<pkg>/<module>.py "
+        f"go in tests/<pkg>/test_<module>.py (end-to-end folders: {sorted(CROSS_CUTTING_TEST_DIRS)} "
+        f"in {HERE})"
+    )
+    names: dict[str, Path] = {}
+    for path in sorted(tests.rglob("test_*.py")):
+        other = names.setdefault(path.name, path)
+        assert other == path, (
+            f"{path.relative_to(tests)} and {other.relative_to(tests)} share a file name, which "
+            "pytest cannot import twice: name one after its package (test_<pkg>_<module>.py)"
+        )

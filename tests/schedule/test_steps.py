@@ -10,10 +10,10 @@ from mlc_jupyter import tvm_compat
 from mlc_jupyter.errors import ScheduleStepError
 from mlc_jupyter.schedule import export_steps, last_export, run_schedule_cell
 
-LISTINGS = Path(__file__).parent / "course" / "listings"
+LISTINGS = Path(__file__).parents[1] / "course" / "listings"
 
 # The book's chapter 2 exercise module (course spelling).
-BMM_RELU = (Path(__file__).parent / "course" / "listings" / "ch2_bmm_relu.py").read_text()
+BMM_RELU = (Path(__file__).parents[1] / "course" / "listings" / "ch2_bmm_relu.py").read_text()
 
 # The book's chapter 2 steps on mm_relu (course spelling: get_block).
 MM_RELU_STEPS = """block_Y = sch.get_block("Y", func_name="mm_relu")

@@ -9,7 +9,7 @@ import pytest
 from mlc_jupyter import tvm_compat
 from mlc_jupyter.schedule import ScheduleSession, last_export, run_schedule_cell
 
-LISTING = Path(__file__).parent / "course" / "listings" / "ch2_mm_relu.py"
+LISTING = Path(__file__).parents[1] / "course" / "listings" / "ch2_mm_relu.py"
 STEPS = """block_Y = sch.get_block("Y", func_name="mm_relu")
 i, j, k = sch.get_loops(block_Y)
 j0, j1 = sch.split(j, factors=[None, 4])
