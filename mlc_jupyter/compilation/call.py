@@ -91,8 +91,8 @@ def require_device_here(target: Any, what: str = "the target is") -> None:
         kind = resolve_target(target).kind.name
         raise NoGPUError(
             f"no GPU is present: {what} {kind} and cannot run here",
-            hint="run and time it on a GPU machine with --rpc HOST:PORT:KEY; the code is"
-            " readable: %mlc_build ... --show cuda",
+            hint="run and time it on a GPU machine with --rpc HOST:PORT:KEY (or set"
+            " TVM_TRACKER_HOST/PORT/KEY); the code is readable: %mlc_build ... --show cuda",
         )
 
 

@@ -44,19 +44,21 @@ class RPCSpec:
         return f"{self.host}:{self.port}:{self.key}"
 
 
+#: The environment variables that name a tracker and a key (TVM's own names).
+TRACKER_VARS = ("TVM_TRACKER_HOST", "TVM_TRACKER_PORT", "TVM_TRACKER_KEY")
+
+
 def parse_rpc(spec: str | RPCSpec | None) -> RPCSpec | None:
     """Parse ``HOST:PORT:KEY``; with ``spec="env"`` read ``TVM_TRACKER_HOST/PORT/KEY``."""
     if spec is None or isinstance(spec, RPCSpec):
         return spec
     if spec == "env":
-        host = os.environ.get("TVM_TRACKER_HOST")
-        port = os.environ.get("TVM_TRACKER_PORT")
-        key = os.environ.get("TVM_TRACKER_KEY")
-        if not (host and port and key):
+        values = [os.environ.get(name) for name in TRACKER_VARS]
+        if not all(values):
             raise RemoteError(
                 "--rpc env needs TVM_TRACKER_HOST, TVM_TRACKER_PORT and TVM_TRACKER_KEY set"
             )
-        spec = f"{host}:{port}:{key}"
+        spec = ":".join(values)
     parts = spec.split(":")
     if len(parts) != 3 or not parts[1].isdigit() or not parts[0] or not parts[2]:
         raise RemoteError(
@@ -64,6 +66,18 @@ def parse_rpc(spec: str | RPCSpec | None) -> RPCSpec | None:
             hint="the key is the one the RPC servers registered with (rpc_server --key)",
         )
     return RPCSpec(parts[0], int(parts[1]), parts[2])
+
+
+def rpc_for(rpc: str | RPCSpec | None, target: Any) -> RPCSpec | None:
+    """Where a module for ``target`` runs: ``rpc`` when given; else, for a GPU this machine
+    lacks, the tracker ``TVM_TRACKER_HOST/PORT/KEY`` name when all three are set; else here."""
+    from .targets import gpu_present, is_gpu_target
+
+    spec = parse_rpc(rpc)
+    named = all(os.environ.get(name) for name in TRACKER_VARS)
+    if spec is None and named and is_gpu_target(target) and not gpu_present(target):
+        return parse_rpc("env")
+    return spec
 
 
 def _tracker(host: str, port: int) -> tuple[Any, dict[str, Any]]:

@@ -53,7 +53,7 @@ class BuildMagics(Magics):
         args = parse_argstring(self.mlc_build, line)
         mod = lookup(self.shell, args.mod, "mlc_build", "the module")
         target = args.target
-        if args.rpc:
+        if args.rpc:  # a build needs no device: only an explicit --rpc asks a server
             target = remote_target(parse_rpc(args.rpc), target)
         try:
             built = build_module(mod, target, force=args.force, checked=args.checked)

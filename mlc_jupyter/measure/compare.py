@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any
 
 from ..compilation.call import prepare, require_device_here
-from ..compilation.remote import RemoteModules, parse_rpc
+from ..compilation.remote import RemoteModules, rpc_for
 from ..errors import MLCError, RemoteError
 from ..results import Built, Timing, TimingReport
 from .inputs import random_inputs
@@ -43,13 +43,16 @@ def time_functions(
     """Time each variant on the same inputs; compare with ``ref`` or else the first variant.
 
     When ``ref`` is a NumPy expression and ``baselines`` is true, NumPy and PyTorch rows are
-    added. Speed-ups are against the first variant. ``rpc`` (``HOST:PORT:KEY`` or ``"env"``)
-    runs and times the variants on an RPC server's device, in one session; NumPy and PyTorch
-    rows, which could only run here, are left out then.
+    added. Speed-ups are against the first variant. ``rpc`` (``HOST:PORT:KEY`` or ``"env"``;
+    for a GPU this machine lacks, ``TVM_TRACKER_HOST/PORT/KEY`` when set) runs and times the
+    variants on an RPC server's device, in one session; NumPy and PyTorch rows, which could
+    only run here, are left out then.
     """
     if not variants:
         raise MLCError("nothing to time: name at least one built function or module")
-    spec = parse_rpc(rpc)
+    first_variant = next(iter(variants.values()))
+    first_variant = getattr(first_variant, "built", first_variant)
+    spec = rpc_for(rpc, first_variant.target if isinstance(first_variant, Built) else target)
     if spec is None and any(
         not isinstance(getattr(v, "built", v), Built) for v in variants.values()
     ):

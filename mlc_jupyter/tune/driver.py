@@ -40,7 +40,7 @@ from .callback import RecordAndReport
 from .intrinsics import load_tensor_intrinsics
 from .options import tuning_target, work_dir_for
 from .records import Measured, create_database, measured_before
-from .rpc import RPCSpec, make_rpc_runner, parse_rpc
+from .rpc import RPCSpec, make_rpc_runner, rpc_for
 from .run_state import Shared
 from .runner import InProcessRunner
 from .selection import Best, best_schedules
@@ -137,7 +137,7 @@ def _prepare(
     mod: Any, target: Any, budget: Budget, work_dir: Any, fresh: bool, space: Any, rpc: str | None
 ) -> _Run:
     """Check the request, split ``mod`` into tasks, pick their spaces, open the database."""
-    rpc_spec = parse_rpc(rpc)
+    rpc_spec = rpc_for(rpc, target)
     target = tuning_target(target, rpc_spec)
     tasks = collect_tasks(mod, target)
     check_bounds(tasks.workload)  # candidates are compiled and run in this process

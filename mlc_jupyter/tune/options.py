@@ -33,7 +33,7 @@ def tuning_target(spec: Any = None, rpc: RPCSpec | None = None) -> Any:
             raise NoGPUError(
                 f"target {kind!r} needs a {kind.upper()} GPU, and this machine has none",
                 hint="tune for the CPU (--target llvm), or measure on a GPU machine:"
-                " --rpc HOST:PORT:KEY (or TVM_TRACKER_HOST/PORT/KEY and --rpc env)",
+                " --rpc HOST:PORT:KEY (or set TVM_TRACKER_HOST/PORT/KEY)",
             )
         return device_target(spec if spec is not None else target, device_for(target))
     if kind != "llvm":

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..compilation.remote import RPCSpec, list_devices, parse_rpc
+from ..compilation.remote import RPCSpec, list_devices, parse_rpc, rpc_for
 from ..tvm_compat import metaschedule
 
-__all__ = ["RPCSpec", "list_devices", "make_rpc_runner", "parse_rpc"]
+__all__ = ["RPCSpec", "list_devices", "make_rpc_runner", "parse_rpc", "rpc_for"]
 
 
 def make_rpc_runner(spec: RPCSpec) -> Any:

@@ -91,6 +91,27 @@ def test_tuning_for_cuda_over_rpc_asks_the_server_for_its_gpu_first(rpc_tracker,
     assert time.perf_counter() - start < 30  # asked before building anything
 
 
+def test_with_a_tracker_in_the_environment_a_gpu_this_machine_lacks_is_used_there(
+    rpc_tracker, monkeypatch, shell
+):
+    from mlc_jupyter.compilation import gpu_present
+
+    if gpu_present("cuda"):
+        pytest.skip("a GPU is present: it is used")
+    host, port, key = _spec(rpc_tracker).split(":")
+    for name, value in {"HOST": host, "PORT": port, "KEY": key}.items():
+        monkeypatch.setenv(f"TVM_TRACKER_{name}", value)
+    shell.user_ns["VecAdd"] = vector_add_gpu()
+    shell.user_ns["MM"] = matmul(64)
+    shell.run_line_magic("mlc_build", "VecAdd --target cuda")  # a build needs no device
+    for line in ("%mlc_time VecAdd_lib", "%mlc_tune MM --target cuda --trials 8"):
+        err = shell.run_cell(line, store_history=True).error_in_exec
+        assert isinstance(err, RemoteError), (line, err)  # asked the server, not refused here
+        assert "has no cuda device" in str(err)
+    (row,) = time_functions({"mm": build_module(matmul(64))}).timings  # a CPU module: here
+    assert " on " not in row.target
+
+
 def test_tuning_on_a_key_no_server_registered_is_refused_at_once(rpc_tracker):
     from mlc_jupyter.tune import tune
 
