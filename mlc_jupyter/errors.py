@@ -21,6 +21,11 @@ _CHECK_FAILED = re.compile(r"^Check failed: (?:\(.*\) is false: |.*? : )")
 _CHECK_VALUES = re.compile(r"^Check failed: [^:]*?\(([^()]* vs\. [^()]*)\) : ")
 #: Labels after which TVM names what failed on the next line (``Offending call:`` then the call).
 _CONTEXT_LABELS = ("Offending call:",)
+#: A failed check with no message of its own: ``Check failed: a == b (2 vs. 3) :``.
+_BARE_CHECK = re.compile(r"^Check failed: (.*?)\s*:?$")
+#: Where TVM prints an operator object whole (``ir.Op(span=None, ..., name="relax.add", ...)``).
+_OP_REPR = "ir.Op("
+_OP_NAME = re.compile(r'\bname="([^"]+)"')
 
 
 def error_reason(err: BaseException | str, *, limit: int | None = 300) -> str:
@@ -30,7 +35,8 @@ def error_reason(err: BaseException | str, *, limit: int | None = 300) -> str:
     ``Error message: why``; a text that holds a traceback ends with ``SomeError: why``; a C++
     check says ``Check failed: (cond) is false: why``, often under a line that only says who
     checked; other messages say why on their first line, and name what failed under a label
-    (``Offending call:`` and the call), which is kept. Every layer that shows an error in one line uses this function, so a better rule here
+    (``Offending call:`` and the call), which is kept. An operator printed whole becomes its
+    name. Every layer that shows an error in one line uses this function, so a better rule here
     improves every message. ``limit`` cuts the line (``None``: never).
     """
     text = str(err).strip()
@@ -43,16 +49,47 @@ def error_reason(err: BaseException | str, *, limit: int | None = 300) -> str:
     elif any(line.startswith("Traceback") for line in lines):
         named = [line for line in lines if _EXCEPTION_LINE.match(line)]
         reason = named[-1] if named else lines[-1]
-    elif any(_CHECK_FAILED.match(line) for line in lines):
-        reason = next(line for line in lines if _CHECK_FAILED.match(line))
+    elif any(line.startswith("Check failed:") for line in lines):
+        reason = next(line for line in lines if line.startswith("Check failed:"))
     else:
         reason = next((line for line in lines if not line.startswith(_NOISE)), lines[0])
+    reason = _continued(reason, lines)
     values = _CHECK_VALUES.match(reason)
-    reason = _CHECK_FAILED.sub("", reason) + (f" ({values.group(1)})" if values else "")
+    if values or _CHECK_FAILED.match(reason):
+        reason = _CHECK_FAILED.sub("", reason) + (f" ({values.group(1)})" if values else "")
+    else:
+        reason = _BARE_CHECK.sub(r"\1", reason)
+    reason = _short_operators(reason)
     for label in _CONTEXT_LABELS:
         if label in lines[:-1] and label not in reason:
             reason += f" ({label.rstrip(':').lower()}: {lines[lines.index(label) + 1]})"
     return reason if limit is None else reason[:limit]
+
+
+def _continued(reason: str, lines: list[str], most: int = 2) -> str:
+    """``reason`` with the lines it announces: TVM ends a line with ``when calling:`` and puts
+    the call and what it expected on the next lines."""
+    if not reason.endswith(":") or reason.startswith(_CONTEXT_LABELS) or reason not in lines:
+        return reason
+    after = lines[lines.index(reason) + 1 :][:most]
+    return " ".join([reason, *(line for line in after if not line.startswith(_NOISE))])
+
+
+def _short_operators(text: str) -> str:
+    """``In ir.Op(span=None, ..., name="relax.multiply", ...), the ...`` -> ``In relax.multiply,
+    the ...``: TVM prints an operator with its whole description, which buries the reason."""
+    start = text.find(_OP_REPR)
+    while start >= 0:
+        depth, end = 0, len(text)
+        for position in range(start + len(_OP_REPR) - 1, len(text)):
+            depth += {"(": 1, ")": -1}.get(text[position], 0)
+            if depth == 0:
+                end = position + 1
+                break
+        name = _OP_NAME.search(text, start, end)
+        text = text[:start] + (name.group(1) if name else "an operator") + text[end:]
+        start = text.find(_OP_REPR, start + 1)
+    return text
 
 
 class MLCError(Exception):

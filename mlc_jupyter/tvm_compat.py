@@ -550,9 +550,9 @@ def is_stmt(node: Any) -> bool:
     return isinstance(node, tirx().Stmt)
 
 
-def buffer_accesses(root: Any) -> Iterator[tuple[Any, Any, bool, Any]]:
-    """Every ``(buffer, indices, is_store, statement)`` under ``root`` (a PrimFunc body or any
-    TIR node); ``statement`` is the innermost enclosing statement, which carries the span."""
+def ir_nodes(root: Any) -> Iterator[tuple[Any, Any]]:
+    """Every node under ``root`` (a PrimFunc body or any TIR node) in source order, with its
+    innermost enclosing statement, which carries the span."""
     stmt_type = tirx().Stmt
     skip = {"span", "ty", "buffer", "source", "dtype"}
     stack: list[tuple[Any, Any]] = [(root, root)]
@@ -565,11 +565,25 @@ def buffer_accesses(root: Any) -> Iterator[tuple[Any, Any, bool, Any]]:
             continue
         if isinstance(node, stmt_type):
             stmt = node
+        yield node, stmt
+        children = [child for name, child in node_fields(node) if name not in skip]
+        stack.extend((child, stmt) for child in reversed(children))
+
+
+def buffer_accesses(root: Any) -> Iterator[tuple[Any, Any, bool, Any]]:
+    """Every ``(buffer, indices, is_store, statement)`` under ``root`` (see :func:`ir_nodes`)."""
+    for node, stmt in ir_nodes(root):
         access = buffer_access(node)
         if access is not None:
             yield (*access, stmt)
-        children = [child for name, child in node_fields(node) if name not in skip]
-        stack.extend((child, stmt) for child in reversed(children))
+
+
+def extern_calls(root: Any) -> Iterator[tuple[str, Any]]:
+    """Every ``(symbol, statement)`` of a ``T.call_extern`` under ``root``."""
+    for node, stmt in ir_nodes(root):
+        op = getattr(node, "op", None)
+        if getattr(op, "name", None) == "tirx.call_extern" and len(node.args):
+            yield str(getattr(node.args[0], "value", node.args[0])), stmt
 
 
 _STMT_CHILDREN = ("body", "seq", "then_case", "else_case", "block", "init")

@@ -82,3 +82,33 @@ def test_a_failed_comparison_keeps_the_values_it_saw():
         "ErrorContext(fn=main, param=y)  match_cast error,  shape[0] mismatch to a previous "
         "populated value. (5 vs. 3)"
     )
+
+
+def test_an_operator_printed_whole_becomes_its_name():
+    text = (
+        'In ir.Op(span=None, ty=ir.Type(span=None), name="relax.multiply", description="", '
+        'arguments=(ir.ArgumentInfo(name="x1", type_info="Tensor", description="The first."), '
+        'ir.ArgumentInfo(name="x2", type_info="Tensor", description="The second.")), '
+        "num_inputs=2), the first input shape at dim 1 is T.int64(4) and the second input shape "
+        "at dim 1 is T.int64(0), which are not broadcastable."
+    )
+    assert error_reason(text) == (
+        "In relax.multiply, the first input shape at dim 1 is T.int64(4) and the second input "
+        "shape at dim 1 is T.int64(0), which are not broadcastable."
+    )
+
+
+def test_a_failed_check_without_a_message_keeps_its_condition_and_values():
+    text = "Check failed: kinds.size() == bindings.size() (2 vs. 3) :"
+    assert error_reason(text) == "kinds.size() == bindings.size() (2 vs. 3)"
+
+
+def test_a_reason_that_ends_with_a_colon_keeps_the_lines_it_announces():
+    text = (
+        "Invalid Y.shape[0] on argument #1 when calling:\n"
+        "  `relu0(X: Tensor([1, n], float32), Y: Tensor([1, n], float32))`,\n  expected 1"
+    )
+    assert error_reason(text) == (
+        "Invalid Y.shape[0] on argument #1 when calling: "
+        "`relu0(X: Tensor([1, n], float32), Y: Tensor([1, n], float32))`, expected 1"
+    )

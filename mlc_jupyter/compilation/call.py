@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import BuildError, CallError, NoGPUError, error_reason
-from ..tvm_compat import BOUND_CHECK_MESSAGE, empty, tensor, tensor_type, tvm
+from ..origins import cell_place
+from ..tvm_compat import BOUND_CHECK_MESSAGE, empty, extern_calls, tensor, tensor_type, tvm
 from .bounds import stopped_out_of_bounds
 from .inspect import Signature, missing_symbols
 from .targets import device_for, gpu_present, is_gpu_target, resolve_target
@@ -71,8 +72,8 @@ def prepare(built: Any, name: str | None, *, local: bool = True) -> Signature:
     missing = missing_symbols(set(built.extern_symbols))
     if missing:
         raise BuildError(
-            f"extern symbol(s) {', '.join(missing)} are not defined in this process;"
-            " calling the kernel would crash Python",
+            f"extern symbol(s) {', '.join(missing)}{_called_at(built.mod, missing)} are not "
+            "defined in this process; calling the kernel would crash Python",
             hint="load the library that defines them (ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL))"
             " or provide them with pragma_import_llvm",
         )
@@ -136,6 +137,28 @@ def relax_vm(built: Any, remote: Any = None) -> Any:
     return tvm().relax.VirtualMachine(built.executable, device_for(built.target))
 
 
+def _called_at(mod: Any, symbols: list[str]) -> str:
+    """`` (called at In [5] line 40)``: the cell line of the first call of one of ``symbols``."""
+    bodies = [func.body for _, func in mod.functions_items() if hasattr(func, "body")]
+    for body in bodies:
+        for symbol, stmt in extern_calls(body):
+            place = cell_place(getattr(stmt, "span", None)) if symbol in symbols else None
+            if place is not None:
+                return f" (called at {place.describe()})"
+    return ""
+
+
+def compiled_symbol(mod: Any, name: str) -> str:
+    """The symbol TVM compiles function ``name`` of ``mod`` under: its ``global_symbol``
+    attribute when it has one (a ``def`` renamed after ``T.func_attr`` was written keeps it)."""
+    try:
+        attrs = mod[name].attrs
+    except (KeyError, ValueError, AttributeError):
+        return name
+    symbol = attrs.get("global_symbol") if attrs is not None else None
+    return str(symbol) if symbol else name
+
+
 def runtime_function(built: Any, name: str, remote: Any = None) -> Any:
     """The function to call (through the Relax VM for Relax builds); ``remote`` runs it on an
     RPC server instead.
@@ -147,7 +170,8 @@ def runtime_function(built: Any, name: str, remote: Any = None) -> Any:
     if built.relax:
         func = relax_vm(built, remote)[name]
     else:
-        func = (remote.load(built) if remote is not None else built.executable.mod)[name]
+        module = remote.load(built) if remote is not None else built.executable.mod
+        func = module[compiled_symbol(built.mod, name)]
 
     def call(*args: Any) -> Any:
         try:

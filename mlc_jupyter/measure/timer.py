@@ -9,6 +9,7 @@ from typing import Any
 
 from ..compilation import build_module, describe_target, device_for, wait_for_saved_builds
 from ..compilation.call import (
+    compiled_symbol,
     prepare,
     relax_vm,
     require_device_here,
@@ -161,8 +162,9 @@ def time_module(
     try:
         if sig.relax:
             module = relax_vm(built, remote)
+        symbol = sig.name if sig.relax else compiled_symbol(built.mod, sig.name)
         timer = module.time_evaluator(
-            sig.name, dev, number=number or 1, repeat=repeat, min_repeat_ms=int(min_repeat_ms)
+            symbol, dev, number=number or 1, repeat=repeat, min_repeat_ms=int(min_repeat_ms)
         )
         measured = timer(*tensors)
     except MLCError:
