@@ -283,7 +283,7 @@ def test_a_violation_would_be_reported(tmp_path, monkeypatch):
 
 
 #: Test folders that are not packages of mlc_jupyter: end-to-end paths a user takes.
-CROSS_CUTTING_TEST_DIRS = {"browser", "course", "gpu"}
+CROSS_CUTTING_TEST_DIRS = {"browser", "course", "fuzz", "gpu"}
 
 
 def test_the_test_tree_mirrors_the_package():
