@@ -87,6 +87,9 @@ function allCells(tracker: INotebookTracker): Cell[] {
 function applySettings(settings: ISettingRegistry.ISettings, tracker: INotebookTracker): void {
   options.highlighting = settings.get('highlighting').composite !== false;
   options.markers = settings.get('markers').composite !== false;
+  // Say on the page which settings are in force (tests wait for it instead of sleeping).
+  document.body.dataset.mlcHighlighting = String(options.highlighting);
+  document.body.dataset.mlcMarkers = String(options.markers);
   for (const cell of allCells(tracker)) {
     void cell.ready.then(() => {
       (cell.editor as CodeMirrorEditor | null)?.editor.dispatch({

@@ -68,12 +68,12 @@ def _open(page, cells: list[str], name: str):
 def _run_cell(page, cell) -> None:
     from playwright.sync_api import expect
 
-    cell.locator(".jp-InputPrompt").click()
-    page.keyboard.press("Shift+Enter")
     prompt = cell.locator(".jp-InputPrompt")
-    page.wait_for_timeout(300)
-    expect(prompt).not_to_have_text("[*]:", timeout=60_000)
-    expect(prompt).not_to_have_text("[ ]:", timeout=60_000)
+    before = prompt.inner_text()
+    prompt.click()
+    page.keyboard.press("Shift+Enter")
+    expect(prompt).not_to_have_text(before, timeout=60_000)  # queued or running
+    expect(prompt).to_have_text(re.compile(r"\[\d+\]:"), timeout=60_000)  # and done
 
 
 def test_tir_cells_are_highlighted_and_a_failing_line_is_marked_until_it_runs_clean(lab_page):
@@ -184,12 +184,17 @@ def _put_settings(server, raw: str) -> None:
 def test_turning_highlighting_off_in_the_settings_leaves_tir_cells_plain(lab_page, lab_server):
     from playwright.sync_api import expect
 
+    # Positive control: with the default settings the same cell is highlighted.
+    page, cells = _open(lab_page, ["%load_ext mlc_jupyter", GOOD], "styled.ipynb")
+    expect(page.locator("body")).to_have_attribute("data-mlc-highlighting", "true")
+    expect(cells.nth(1).locator(".cm-mlc-tvm-name").first).to_be_visible()
     _put_settings(lab_server, '{"highlighting": false}')
     try:
         page, cells = _open(lab_page, ["%load_ext mlc_jupyter", GOOD], "plain.ipynb")
         cell = cells.nth(1)
         expect(cell.locator(".cm-content")).to_contain_text('with T.block("B")')
-        page.wait_for_timeout(1000)  # settings load asynchronously; give them time to apply
+        # settings load asynchronously: wait until the extension says they are in force
+        expect(page.locator("body")).to_have_attribute("data-mlc-highlighting", "false")
         expect(cell.locator(".cm-mlc-tvm-name")).to_have_count(0)
         expect(cell.locator(".cm-mlc-magic")).to_have_count(0)
     finally:

@@ -11,9 +11,7 @@ CODE = "for i in range(8):\n    B[i] = A[i] + T.float32(1)  # add <one>\n"
 
 def test_every_line_gets_an_anchor_and_marked_lines_a_background():
     html = highlight_html(CODE, marked_lines={2})
-    tags = {
-        m.group(2): m.group(1) for m in re.finditer(r'<span ([^>]*)data-line="(\d+)"', html)
-    }
+    tags = {m.group(2): m.group(1) for m in re.finditer(r'<span ([^>]*)data-line="(\d+)"', html)}
     assert set(tags) == {"1", "2"}
     assert "background" in tags["2"] and "background" not in tags["1"]
 
