@@ -10,12 +10,15 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
+from ..display.graph import GraphView
+from ..display.passes import passes_bundle
+from ..passes import run_pass_cell, run_pipeline
+from ..tvm_compat import IRModule, script_namespaces
+from ..widgets.pass_stepper import PassStepper
 from .lookup import lookup
 
 
 def _check_module(mod: Any, expr: str) -> None:
-    from ..tvm_compat import IRModule
-
     if not isinstance(mod, IRModule()):
         raise UsageError(
             f"%mlc_passes: {expr} is a {type(mod).__name__}, not an IRModule "
@@ -48,7 +51,6 @@ class PassMagics(Magics):
         args = parse_argstring(self.mlc_passes, line)
         mod = lookup(self.shell, args.mod, "mlc_passes", "the module")
         _check_module(mod, args.mod)
-        from ..passes import run_pass_cell, run_pipeline
 
         if cell is None and args.pipeline is None:
             raise UsageError("%mlc_passes MOD needs --pipeline NAME (or use %%mlc_passes MOD)")
@@ -65,12 +67,8 @@ class PassMagics(Magics):
             title = f"passes on {args.mod}"
         base = args.mod.split(".")[0].split("[")[0]
         if args.static:
-            from ..display.passes import passes_bundle
-
             display(passes_bundle(run), raw=True)
         else:
-            from ..widgets.pass_stepper import PassStepper
-
             display(PassStepper(run, title=title, target=args.target,
                                 namespace=self.shell.user_ns, base=base))  # fmt: skip
         if run.error is not None:
@@ -79,8 +77,6 @@ class PassMagics(Magics):
         return None
 
     def _bind(self, run: Any, name: str) -> None:
-        from ..tvm_compat import script_namespaces
-
         user_ns = self.shell.user_ns
         skip = set(script_namespaces()) | {"mod", "__builtins__", "__name__"}
         for key, value in run.namespace.items():
@@ -102,7 +98,6 @@ class PassMagics(Magics):
         """
         args = parse_argstring(self.mlc_graph, line)
         obj = lookup(self.shell, args.obj, "mlc_graph")
-        from ..display.graph import GraphView
 
         try:
             return GraphView(obj, args.func, args.fused)
