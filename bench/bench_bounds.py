@@ -14,20 +14,8 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
-from collections.abc import Callable
-from pathlib import Path
 
-LISTING = Path(__file__).resolve().parents[1] / "tests" / "course" / "listings" / "ch2_mm_relu.py"
-
-
-def median_s(fn: Callable[[], object], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+from bench_build_time import LISTING, median_s  # the book's mm_relu; a median of wall times
 
 
 def variants() -> dict[str, object]:
