@@ -250,6 +250,10 @@ class RemoteError(MLCError):
     """An RPC tracker, server or remote device that cannot be reached or used."""
 
 
+class ModelImportError(MLCError):
+    """A PyTorch model that cannot be captured or translated into Relax."""
+
+
 class TuneError(MLCError):
     """A tuning run that cannot start or produced nothing usable."""
 

@@ -211,6 +211,9 @@ class Built:
     ``cached`` says the build came from the cache (``from_disk``: the one kept between kernel
     restarts), ``build_s`` what the (original) build cost;
     ``checked`` that every buffer index is tested at run time.
+    ``mod`` is the module as built: for a Relax model, operators legalised, fused and scheduled.
+    ``origin`` is the :class:`ImportedModel` it was built from (its example arguments and its
+    PyTorch model are ``%mlc_time``'s default inputs and reference), else ``None``.
     """
 
     mod: Any
@@ -223,6 +226,8 @@ class Built:
     extern_symbols: tuple[str, ...] = ()
     key: str = ""
     device_code: DeviceCode | None = None
+    origin: Any = field(default=None, compare=False, repr=False)
+    notes: tuple[str, ...] = ()
     #: What calls the build's functions and reads its code: the compilation service sets it
     #: (:class:`~mlc_jupyter.compilation.builder.BuiltRuntime`); results import no service.
     runtime: Any = field(default=None, compare=False, repr=False)
@@ -459,3 +464,82 @@ class MachineLimits:
         if peak is None or bandwidth is None:
             return peak
         return min(peak, bandwidth * intensity)
+
+
+@dataclass(frozen=True)
+class ModelSummary:
+    """What an imported model holds: its operators, its weights and the kernels a build makes.
+
+    ``ops`` counts each Relax operator in ``main`` (``("nn.conv2d", 20)``, most frequent first);
+    ``kernels`` lists each kernel TVM will build after legalising and fusing, with how often
+    ``main`` calls it.
+    """
+
+    ops: tuple[tuple[str, int], ...]
+    n_params: int
+    param_bytes: int
+    kernels: tuple[tuple[str, int], ...]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ImportedModel:
+    """A PyTorch model imported into Relax (``%mlc_import`` / ``import_model``).
+
+    ``mod`` is the Relax IRModule (``%mlc_build``, ``%mlc_tune`` and ``%mlc_time`` take the
+    result itself); ``example_args`` the NumPy arguments of ``main`` (the model's inputs, then the
+    weights when they are kept as inputs); ``model`` the PyTorch module, the reference.
+    """
+
+    mod: Any
+    model: Any
+    example_args: tuple[Any, ...]
+    summary: ModelSummary
+    via: str = "export"
+    params: str = "bound"
+    import_s: float = 0.0
+    stages: tuple[tuple[str, float], ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return type(self.model).__name__
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    """One kernel of a Relax build in a per-kernel profile: calls and seconds per model call."""
+
+    name: str
+    calls: int
+    seconds: float
+    flops: float | None = None
+
+    @property
+    def gflops(self) -> float | None:
+        return self.flops / self.seconds / 1e9 if self.flops and self.seconds else None
+
+
+@dataclass(frozen=True)
+class KernelProfile:
+    """Where a Relax build's time goes: each kernel's time per model call, slowest first.
+
+    ``overhead_s`` is the time of the VM's own instructions (allocations, shape checks): the
+    model's latency ``total_s``, measured without instrumentation, minus the kernels' time.
+    """
+
+    name: str
+    kernels: tuple[KernelTime, ...]
+    overhead_s: float
+    total_s: float | None
+    runs: int
+
+    @property
+    def kernel_s(self) -> float:
+        return sum(k.seconds for k in self.kernels)
+
+    def share(self, kernel: KernelTime) -> float:
+        """The kernel's part of the time of all kernels and VM instructions together."""
+        whole = self.kernel_s + self.overhead_s
+        return kernel.seconds / whole if whole else 0.0

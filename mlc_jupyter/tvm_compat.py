@@ -788,3 +788,51 @@ def close_rpc_session(session: Any) -> None:
     """End an RPC session now, so its server is free again even while remote objects of the
     session are still referenced (a traceback keeps them); using them later raises."""
     session._sess["CloseRPCConnection"]()
+
+
+# -- whole models (PyTorch import, default schedules) ---------------------------------------------
+
+
+def torch_frontend() -> ModuleType:
+    """TVM's PyTorch importers: ``from_exported_program`` and ``from_fx``."""
+    tvm()
+    from tvm.relax.frontend import torch as frontend
+
+    return frontend
+
+
+def detach_params(mod: Any) -> tuple[Any, list[Any]]:
+    """``mod`` without the weights an importer attached to ``main``, and those weights."""
+    tvm()
+    from tvm.relax.frontend import detach_params as _detach
+
+    detached, params = _detach(mod)
+    return detached, list(params.get("main", []))
+
+
+def dlight() -> ModuleType:
+    """dlight, TVM's rule-based default schedules (``tvm.dlight`` before 0.27)."""
+    tvm()
+    import tvm.s_tir.dlight as dl
+
+    return dl
+
+
+def vector_bits(target: Any) -> int:
+    """The width of one SIMD register of a CPU target, in bits (128 when LLVM cannot say)."""
+    from tvm.target.codegen import llvm_get_vector_width
+
+    try:
+        bits = int(llvm_get_vector_width(target))
+    except Exception:  # noqa: BLE001 - a target LLVM does not know
+        bits = 0
+    return bits if bits > 0 else 128
+
+
+def is_array(obj: Any) -> bool:
+    """True for the FFI ``Array`` a Relax function returns for a tuple of outputs."""
+    if not is_tvm_object(obj):
+        return False
+    import tvm_ffi
+
+    return isinstance(obj, tvm_ffi.Array)

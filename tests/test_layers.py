@@ -35,6 +35,7 @@ UNITS = {
     "course": "service",  # the course shims ordinary cells reach in course mode
     "graph": "service",
     "measure": "service",
+    "models": "service",
     "passes": "service",
     "schedule": "service",
     "trace": "service",
@@ -56,6 +57,7 @@ SERVICE_USES = {
     "schedule": set(),
     "measure": {"cells", "compilation"},  # cells: the machine-limit kernels are TVMScript
     "course": {"compilation", "measure", "tune"},
+    "models": {"compilation"},
     "passes": {"compilation", "graph", "schedule"},
     "tune": {"compilation", "measure"},
     "trace": {"compilation", "measure", "schedule", "tune"},

@@ -228,3 +228,34 @@ def test_graph_optimization_notebook_steps_the_books_passes_and_schedules_the_fu
     # the fused kernel, scheduled in place and put back, checked against NumPy and timed
     table = _table_with(nb, "MLPFused_lib", "MLPScheduled_lib")
     _assert_checked_and_timed(table, "MLPFused_lib", "MLPScheduled_lib")
+
+
+def _checked(table: dict[str, dict[str, str]], *rows: str) -> None:
+    """Each row matched the reference and got a time."""
+    for name in rows:
+        assert table[name]["correct"] == "yes", (name, table)
+        assert table[name]["speedup"].endswith("x"), (name, table)
+
+
+@pytest.mark.slow
+def test_frameworks_notebook_imports_resnet_and_an_encoder_and_races_them_against_pytorch():
+    nb = _execute("05_frameworks.ipynb", timeout=1200)
+    errors = _errors(nb)  # only the cell that shows an operator TVM lacks fails, on purpose
+    assert len(errors) == 1, errors
+    assert errors[0].startswith("ModelImportError: TVM cannot translate operator special_bessel_j0")
+    assert "cell line 3 in forward" in errors[0] and "torch.special.bessel_j0(x) + 1" in errors[0]
+    # chapter 5's BlockBuilder module, checked against NumPy
+    _assert_checked_and_timed(_table_with(nb, "MyModule_lib"), "MyModule_lib")
+    # the book's MLP: PyTorch eager and compiled, the book's translations and both importers
+    mlp = _table_with(nb, "mlp_model", "MLPModule_lib", "mlp_fx", "mlp_relax")
+    _checked(mlp, "mlp_model", "MLPModule_lib", "MLPModuleHighLevel_lib", "mlp_fx", "mlp_relax")
+    assert "torch.compile(mlp_model)" in mlp
+    # ResNet-18 and the encoder layer match PyTorch and are timed beside it
+    plain = "".join(_outputs(nb, "text/plain"))
+    assert "operators: nn.batch_norm x20, nn.conv2d x20" in plain
+    _checked(_table_with(nb, "resnet", "resnet_relax_lib"), "resnet", "resnet_relax_lib")
+    _checked(_table_with(nb, "resnet_as_tvm_builds_it"), "resnet_as_tvm_builds_it")
+    _checked(_table_with(nb, "encoder", "encoder_relax"), "encoder", "encoder_relax")
+    for model in ("resnet_relax_lib", "encoder_relax"):
+        assert f"where the time of {model} goes" in plain
+    assert "<svg" in "".join(_outputs(nb, "text/html"))

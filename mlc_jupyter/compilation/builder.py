@@ -15,7 +15,7 @@ from typing import Any
 
 from ..config import checked_builds
 from ..errors import BuildError, error_reason
-from ..results import Built
+from ..results import Built, ImportedModel
 from ..tvm_compat import compile as tvm_compile
 from ..tvm_compat import (
     compile_checked,
@@ -27,6 +27,7 @@ from ..tvm_compat import (
 from . import disk_cache
 from .bounds import check_bounds
 from .call import bound_function
+from .default_schedule import Progress, has_operators, prepare_model
 from .device_code import device_code_of, failed_kernel_compile
 from .inspect import (
     as_module,
@@ -63,6 +64,10 @@ def clear_cache(*, disk: bool = True) -> None:
         disk_cache.evict(0)
 
 
+#: How the kernels of a Relax model's operators are scheduled before building.
+SCHEDULES = ("default", "none")
+
+
 def build_module(
     mod: Any,
     target: Any = None,
@@ -70,6 +75,8 @@ def build_module(
     force: bool = False,
     checked: bool | None = None,
     persist: bool = True,
+    schedule: str = "default",
+    on_progress: Progress | None = None,
 ) -> Built:
     """Build ``mod`` (PrimFunc, TensorIR IRModule or Relax module) for ``target``.
 
@@ -79,25 +86,38 @@ def build_module(
     CPU builds are also kept on disk (:mod:`.disk_cache`, unless ``persist=False``), so the
     same build in a restarted kernel is a hit (``cached=True``, ``from_disk=True``).
     Returns a :class:`~mlc_jupyter.results.Built` whose functions can be called directly.
+    The kernels TVM makes from a Relax module's operators get default schedules
+    (:mod:`.default_schedule`); ``schedule="none"`` builds them as ``tvm.compile`` does.
+    ``on_progress(stage, done, total)`` hears about the long steps.
     Raises ``OutOfBoundsError`` when TVM proves an index leaves its buffer (nothing is built),
     ``BuildError`` for a GPU kernel with unbound loops and for TVM build failures.
     """
+    if schedule not in SCHEDULES:
+        raise BuildError(f"unknown schedule {schedule!r}", hint="use default or none")
+    origin = mod if isinstance(mod, ImportedModel) else getattr(mod, "origin", None)
     try:
         mod = as_module(mod)
     except TypeError as err:
         raise BuildError(str(err)) from None
     target = resolve_target(target)
+    notes: tuple[str, ...] = ()
+    if schedule == "default" and is_relax(mod) and has_operators(mod):
+        prepared = prepare_model(mod, target, on_progress)
+        mod, notes = prepared.mod, prepared.notes()
     checked = checked_builds() if checked is None else bool(checked)
     key = cache_key(mod, target, checked)
     hit = _CACHE.get(key)
     if hit is not None and not force and structural_equal(hit.mod, mod):
-        return dataclasses.replace(hit, cached=True)
+        return dataclasses.replace(hit, cached=True, origin=origin or hit.origin)
     relax = is_relax(mod)
     on_disk = persist and target.kind.name == "llvm"
     if on_disk and not force:
         found = disk_cache.load(key, mod, relax)
         if found is not None:
-            return _remember(mod, target, found[0], found[1], relax, key, checked, from_disk=True)
+            loaded = _remember(
+                mod, target, found[0], found[1], relax, key, checked, notes=notes, from_disk=True
+            )
+            return dataclasses.replace(loaded, origin=origin)
     if is_gpu_target(target) and not relax:
         unbound = unbound_gpu_functions(mod)
         if unbound:
@@ -115,6 +135,8 @@ def build_module(
     if target.kind.name == "cuda":
         prefer_nvcc_without_nvrtc()  # with a GPU present, TVM compiles the kernels itself
     start = time.perf_counter()
+    if on_progress is not None:
+        on_progress("compiling", 0, 1)
     try:
         executable = (compile_checked if checked else tvm_compile)(mod, target)
     except Exception as err:  # noqa: BLE001 - TVM raises many types; show one line
@@ -126,7 +148,10 @@ def build_module(
     if on_disk:
         disk_cache.store(key, mod, executable, build_s)
     device_code = device_code_of(executable, target) if target.kind.name == "cuda" else None
-    return _remember(mod, target, executable, build_s, relax, key, checked, device_code=device_code)
+    built = _remember(
+        mod, target, executable, build_s, relax, key, checked, device_code=device_code, notes=notes
+    )
+    return dataclasses.replace(built, origin=origin)
 
 
 def _remember(
@@ -140,6 +165,7 @@ def _remember(
     *,
     device_code: Any = None,
     from_disk: bool = False,
+    notes: tuple[str, ...] = (),
 ) -> Built:
     """The :class:`Built` for a build (fresh, or loaded from disk), kept in memory too."""
     built = Built(
@@ -152,6 +178,7 @@ def _remember(
         extern_symbols=tuple(sorted(extern_symbols(mod))),
         key=key,
         device_code=device_code,
+        notes=notes,
         runtime=BuiltRuntime(),
         checked=checked,
         from_disk=from_disk,

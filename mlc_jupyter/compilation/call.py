@@ -14,7 +14,15 @@ import numpy as np
 
 from ..errors import BuildError, CallError, NoGPUError, error_reason
 from ..origins import cell_place
-from ..tvm_compat import BOUND_CHECK_MESSAGE, empty, extern_calls, tensor, tensor_type, tvm
+from ..tvm_compat import (
+    BOUND_CHECK_MESSAGE,
+    empty,
+    extern_calls,
+    is_array,
+    tensor,
+    tensor_type,
+    tvm,
+)
 from .bounds import stopped_out_of_bounds
 from .inspect import Signature, missing_symbols
 from .targets import device_for, gpu_present, is_gpu_target, resolve_target
@@ -198,6 +206,9 @@ def _copy_back(values: tuple[Any, ...], tensors: list[Any]) -> None:
 
 
 def _convert(out: Any, like: str) -> Any:
+    """A result as the kind of array the call was given; a tuple of outputs as a tuple."""
+    if is_array(out) or isinstance(out, (tuple, list)):
+        return tuple(_convert(item, like) for item in out)
     if like == "torch":
         import torch
 

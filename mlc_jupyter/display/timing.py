@@ -17,7 +17,8 @@ _BOX = "font-family: var(--jp-code-font-family, monospace); font-size: 12px"
 _COLOURS = {"tvm": "var(--jp-brand-color1, #1976d2)", "numpy": "#8d6e63", "torch": "#ef6c00"}
 
 
-def _time(seconds: float | None) -> str:
+def format_time(seconds: float | None) -> str:
+    """``1.234 ms``, ``56.7 us``, ``1.500 s``; ``-`` for none."""
     if seconds is None:
         return "-"
     if seconds >= 1:
@@ -31,10 +32,10 @@ def _row(t: Timing, report: TimingReport) -> list[str]:
     ok = {True: "yes", False: "NO", None: "-"}[t.correct]
     cells = [
         t.name,
-        _time(t.median_s),
-        _time(t.mean_s),
-        _time(t.std_s),
-        _time(t.min_s),
+        format_time(t.median_s),
+        format_time(t.mean_s),
+        format_time(t.std_s),
+        format_time(t.min_s),
         str(t.runs),
         f"{t.gflops:.2f}" if t.gflops else "-",
     ]
@@ -83,26 +84,35 @@ def report_text(report: TimingReport) -> str:
 def bar_chart_svg(report: TimingReport, width: int = 420) -> str:
     """Horizontal bars of median time per variant (shorter is faster)."""
     timed = [t for t in report.timings if t.median_s]
-    if not timed:
+    return bars_svg([(t.name, t.median_s, format_time(t.median_s), t.kind) for t in timed], width)
+
+
+def bars_svg(rows: list[tuple[str, Any, str, str]], width: int = 420, label_w: int = 90) -> str:
+    """Horizontal bars, one per ``(label, value, value text, kind)`` row, scaled to the largest.
+
+    ``kind`` picks the colour (``tvm``, ``numpy``, ``torch``).
+    """
+    rows = [r for r in rows if r[1]]
+    if not rows:
         return ""
-    longest = max(t.median_s for t in timed)  # type: ignore[type-var]
-    bar_h, label_w = 18, 90
-    height = bar_h * len(timed) + 6
+    longest = max(r[1] for r in rows)
+    bar_h = 18
+    height = bar_h * len(rows) + 6
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width + label_w + 90}" '
         f'height="{height}" style="{_BOX}">'
     ]
-    for i, t in enumerate(timed):
+    for i, (label, value, text, kind) in enumerate(rows):
         y = 3 + i * bar_h
-        w = max(1.0, width * (t.median_s or 0) / longest)
-        colour = _COLOURS.get(t.kind, _COLOURS["tvm"])
+        w = max(1.0, width * value / longest)
+        colour = _COLOURS.get(kind, _COLOURS["tvm"])
         parts.append(
             f'<text x="{label_w - 4}" y="{y + 12}" text-anchor="end" '
-            f'fill="var(--jp-ui-font-color1, #333)">{html.escape(t.name)}</text>'
+            f'fill="var(--jp-ui-font-color1, #333)">{html.escape(label)}</text>'
             f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h - 4}" fill="{colour}">'
-            f"<title>{html.escape(t.name)}: {_time(t.median_s)}</title></rect>"
+            f"<title>{html.escape(label)}: {html.escape(text)}</title></rect>"
             f'<text x="{label_w + w + 4:.1f}" y="{y + 12}" '
-            f'fill="var(--jp-ui-font-color1, #333)">{_time(t.median_s)}</text>'
+            f'fill="var(--jp-ui-font-color1, #333)">{html.escape(text)}</text>'
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -153,7 +163,7 @@ def built_text(built: Built, name: str = "") -> str:
     text = f"{label}{how} for {describe_target(built.target)}\nfunctions: {funcs}"
     if built.device_code is not None:
         text += "\n" + built.device_code.summary()
-    return text
+    return "\n".join([text, *built.notes])
 
 
 def register_formatters(ipython: Any) -> None:

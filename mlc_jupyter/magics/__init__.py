@@ -12,6 +12,7 @@ from typing import Any
 MAGIC_MODULES: tuple[str, ...] = (
     "cells", "build", "timing", "schedule", "trace", "tune", "devices", "passes", "course",
     "machine",
+    "models",
 )  # fmt: skip
 
 

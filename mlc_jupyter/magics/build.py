@@ -9,13 +9,14 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from ..compilation import SOURCE_KINDS, build_module, generated_source
+from ..compilation import SCHEDULES, SOURCE_KINDS, build_module, generated_source
 from ..compilation.remote import parse_rpc, remote_target
 from ..config import checked_builds, set_checked_builds
 from ..display.highlight import code_bundle
 from ..display.timing import built_text
 from ..errors import KernelCompileError
 from .lookup import lookup
+from .progress import StageProgress
 
 
 @magics_class
@@ -39,6 +40,12 @@ class BuildMagics(Magics):
         default=None,
         help="HOST:PORT:KEY (or 'env'): build for that RPC server's GPU (its arch and limits)",
     )
+    @argument(
+        "--schedule",
+        choices=list(SCHEDULES),
+        default="default",
+        help="kernels of a Relax model's operators: default schedules, or none (TVM's loops)",
+    )
     @line_magic
     def mlc_build(self, line: str) -> None:
         """Build MOD (cached by structure, target and TVM version) and bind the result.
@@ -49,6 +56,8 @@ class BuildMagics(Magics):
         A kernel that TVM proves to index outside a buffer is refused before it is built, at
         the cell line of the access; --checked (or %mlc_checked on) also catches the indices
         only known at run time.
+        The kernels a Relax model's operators become get default schedules (``--schedule
+        none``: as ``tvm.compile`` builds them); kernels written by hand keep their loops.
         """
         args = parse_argstring(self.mlc_build, line)
         mod = lookup(self.shell, args.mod, "mlc_build", "the module")
@@ -56,7 +65,15 @@ class BuildMagics(Magics):
         if args.rpc:  # a build needs no device: only an explicit --rpc asks a server
             target = remote_target(parse_rpc(args.rpc), target)
         try:
-            built = build_module(mod, target, force=args.force, checked=args.checked)
+            with StageProgress(self.shell, f"building {args.mod}") as progress:
+                built = build_module(
+                    mod,
+                    target,
+                    force=args.force,
+                    checked=args.checked,
+                    schedule=args.schedule,
+                    on_progress=progress,
+                )
         except KernelCompileError as err:
             err.cell = err.cell or _cell_with(self.shell, err.words)
             raise

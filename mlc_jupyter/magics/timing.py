@@ -8,8 +8,9 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
+from ..display.models import profile_bundle
 from ..display.timing import register_formatters, report_bundle
-from ..measure import time_functions
+from ..measure import is_relax_model, profile_kernels, time_functions
 from .lookup import lookup, unquote
 
 
@@ -35,13 +36,22 @@ class TimingMagics(Magics):
         default=None,
         help="HOST:PORT:KEY of a TVM RPC tracker (or 'env'): run and time on that device",
     )
+    @argument("--no-compile", action="store_true", help="no torch.compile row for PyTorch models")
+    @argument(
+        "--breakdown",
+        action="store_true",
+        help="also show where the time of each Relax model goes, kernel by kernel",
+    )
     @argument("-o", dest="output", action="store_true", help="return the TimingReport")
     @line_magic
     def mlc_time(self, line: str) -> Any:
-        """Check each variant against --ref (or the first variant), then time it.
+        """Check each variant against --ref (or the first variant), then time them in turns.
 
-        Reports median, mean, std, min, runs, GFLOP/s and speed-up; with several variants a
-        table and a bar chart, plus NumPy and PyTorch rows when --ref is an array expression.
+        Variants are built functions and modules, tuning results, imported models and PyTorch
+        models (a row for the model eager and one under torch.compile). Reports median, mean,
+        std, min, runs, GFLOP/s and speed-up over the first row; with several rows a table and a
+        bar chart, plus NumPy and PyTorch rows when --ref is an array expression, and PyTorch
+        rows when the reference is a PyTorch model (an imported model's own by default).
         With --rpc the variants run on an RPC server's device (a GPU this machine lacks, say).
         """
         args = parse_argstring(self.mlc_time, line)
@@ -62,10 +72,16 @@ class TimingMagics(Magics):
             min_repeat_ms=args.min_repeat_ms,
             namespace=ns,
             rpc=args.rpc,
+            torch_compile=not args.no_compile,
         )
         if args.output:
             return report
         display(report_bundle(report), raw=True)
+        if args.breakdown:
+            for name, variant in variants.items():
+                if is_relax_model(variant, args.target):
+                    profile = profile_kernels(variant, args.target, args=inputs, name=name)
+                    display(profile_bundle(profile), raw=True)
         return None
 
 

@@ -1,6 +1,15 @@
-"""Inputs from signatures, references, ``time_evaluator`` timing, GFLOP/s (behind ``%mlc_time``)."""
+"""Inputs from signatures, references, timing in turns, GFLOP/s, per-kernel profiles (``%mlc_time``)."""
 
 from .compare import report_for, time_functions
-from .timer import estimate_flops, time_callable, time_module
+from .profile import is_relax_model, profile_kernels
+from .race import time_module
+from .timer import estimate_flops
 
-__all__ = ["estimate_flops", "report_for", "time_callable", "time_functions", "time_module"]
+__all__ = [
+    "estimate_flops",
+    "is_relax_model",
+    "profile_kernels",
+    "report_for",
+    "time_functions",
+    "time_module",
+]

@@ -1,4 +1,10 @@
-"""Several variants side by side, checked against one reference, with NumPy / PyTorch rows."""
+"""Several variants side by side on the same inputs, checked against one reference, timed in turns.
+
+Variants are TVM builds (modules, schedules, tuning results, imported models) and PyTorch models
+(rows for the model eager and ``torch.compile``). The reference is ``ref`` (a NumPy expression,
+a callable, a PyTorch model, a module, arrays), else a PyTorch model among the variants, else the
+model an imported module came from, else the first variant.
+"""
 
 from __future__ import annotations
 
@@ -8,20 +14,25 @@ from typing import Any
 
 from ..compilation.call import prepare, require_device_here
 from ..compilation.remote import RemoteModules, rpc_for
-from ..errors import MLCError, RemoteError
+from ..errors import MLCError, RemoteError, TimingError
 from ..results import Built, Timing, TimingReport
-from .inputs import random_inputs
 from .machine import cpu_limits, kernel_cores
-from .reference import expression_function, reference_outputs
+from .race import (
+    Contender,
+    callable_contender,
+    outputs_on,
+    race,
+    torch_contenders,
+    tvm_contender,
+)
+from .reference import expression_function, is_torch_module, reference_outputs
 from .timer import (
     DEFAULT_MIN_REPEAT_MS,
     NOISY_SPREAD,
     as_built,
     function_name_of,
     let_threads_settle,
-    outputs_on,
-    time_callable,
-    time_module,
+    model_inputs,
 )
 
 
@@ -38,104 +49,182 @@ def time_functions(
     min_repeat_ms: float = DEFAULT_MIN_REPEAT_MS,
     namespace: dict[str, Any] | None = None,
     baselines: bool = True,
+    torch_compile: bool = True,
     rpc: Any = None,
 ) -> TimingReport:
-    """Time each variant on the same inputs; compare with ``ref`` or else the first variant.
+    """Time each variant on the same inputs, in turns; compare with the reference.
 
     When ``ref`` is a NumPy expression and ``baselines`` is true, NumPy and PyTorch rows are
-    added. Speed-ups are against the first variant. ``rpc`` (``HOST:PORT:KEY`` or ``"env"``;
-    for a GPU this machine lacks, ``TVM_TRACKER_HOST/PORT/KEY`` when set) runs and times the
-    variants on an RPC server's device, in one session; NumPy and PyTorch rows, which could
-    only run here, are left out then.
+    added; when the reference is a PyTorch model (given, or the one an imported model came
+    from), rows for it eager and under ``torch.compile`` (unless ``torch_compile`` is false).
+    Speed-ups are against the first row. ``rpc`` (``HOST:PORT:KEY`` or ``"env"``; for a GPU
+    this machine lacks, ``TVM_TRACKER_HOST/PORT/KEY`` when set) runs and times the TVM variants
+    on an RPC server's device, in one session; NumPy and PyTorch rows, which could only run
+    here, are left out then.
     """
     if not variants:
         raise MLCError("nothing to time: name at least one built function or module")
-    first_variant = next(iter(variants.values()))
-    first_variant = getattr(first_variant, "built", first_variant)
+    first_variant = next(
+        (getattr(v, "built", v) for v in variants.values() if not is_torch_module(v)), None
+    )
     spec = rpc_for(rpc, first_variant.target if isinstance(first_variant, Built) else target)
     if spec is None and any(
-        not isinstance(getattr(v, "built", v), Built) for v in variants.values()
+        not isinstance(getattr(v, "built", v), Built) and not is_torch_module(v)
+        for v in variants.values()
     ):
         require_device_here(target, "the module to time is for")  # before building it
-    builts = {name: as_built(obj, target) for name, obj in variants.items()}
-    names = {name: function_name_of(obj, func_name) for name, obj in variants.items()}
-    first = next(iter(builts.values()))
+    builts: dict[str, Built] = {}
+    for name, obj in variants.items():
+        if not is_torch_module(obj):
+            builts[name] = as_built(obj, target)
+    models = {name: obj for name, obj in variants.items() if is_torch_module(obj)}
+    if not builts:
+        raise TimingError(
+            "give at least one TVM variant to race PyTorch against",
+            hint="import the model first: %mlc_import MODEL --inputs EXPR",
+        )
     with RemoteModules(spec) if spec else contextlib.nullcontext() as remote:
-        sig = prepare(first, names[next(iter(builts))], local=remote is None)
-        inputs = list(args) if args is not None else random_inputs(sig, seed)
-        inputs = inputs[: len(sig.inputs)]
-        if remote is not None and ref is None:  # the first variant, run where all are timed
-            expected = outputs_on(first, sig.name, inputs, remote)
-        else:
-            expected = reference_outputs(
-                ref if ref is not None else first, inputs, sig, first.target, namespace
-            )
-        let_threads_settle(after=ref)  # a NumPy or PyTorch reference leaves spinning threads
-        options = {
-            "number": number,
-            "repeat": repeat,
-            "min_repeat_ms": min_repeat_ms,
-            "remote": remote,
-        }
-        timings: list[Timing] = []
-        for name, built in builts.items():
-            fname = names[name] if names[name] in built.signatures else None
-            if fname is None and sig.name in built.signatures:
-                fname = sig.name
-            if remote is not None:
-                remote.device(built.target)  # no device there: say so, not once per row
-            try:
-                timings.append(
-                    time_module(
-                        built, func_name=fname, args=inputs, expected=expected, name=name, **options
-                    )
-                )
-            except RemoteError:
-                raise
-            except MLCError as err:
-                timings.append(Timing(name, None, None, None, None, 0, error=str(err)))
+        timings, notes, sig = _race_variants(
+            variants, builts, models, remote, func_name, args, ref, seed, number, repeat,
+            min_repeat_ms, namespace, baselines, torch_compile,
+        )  # fmt: skip
+    first = next(iter(builts.values()))
     flops = next((t.flops for t in timings if t.flops), None)
     size = next((t.bytes for t in timings if t.bytes), None)
-    if isinstance(ref, str) and baselines and remote is None:
-        for lib in ("numpy", "torch"):
-            let_threads_settle()
-            row = _baseline(lib, ref, sig, inputs, namespace, flops, repeat, min_repeat_ms)
-            timings.append(dataclasses.replace(row, bytes=size))
+    timings = [
+        dataclasses.replace(t, flops=flops, gflops=flops / t.median_s / 1e9, bytes=size)
+        if t.kind != "tvm" and flops and t.median_s
+        else t
+        for t in timings
+    ]
     # the limits are this machine's: none for variants timed on an RPC server
-    limits = None if remote is not None else cpu_limits(first.target, [p.dtype for p in sig.params])
-    return dataclasses.replace(_finish(timings), limits=limits, cores=kernel_cores(first.target))
+    limits = None if spec is not None else cpu_limits(first.target, [p.dtype for p in sig.params])
+    report = _finish(timings, notes)
+    return dataclasses.replace(report, limits=limits, cores=kernel_cores(first.target))
 
 
-def _baseline(
-    lib: str,
-    expr: str,
-    sig: Any,
-    inputs: list[Any],
-    namespace: Any,
-    flops: float | None,
+def _race_variants(
+    variants: dict[str, Any],
+    builts: dict[str, Built],
+    models: dict[str, Any],
+    remote: Any,
+    func_name: str | None,
+    args: Any,
+    ref: Any,
+    seed: int,
+    number: int | None,
     repeat: int,
     min_repeat_ms: float,
-) -> Timing:
-    names = [p.name for p in sig.inputs]
+    namespace: dict[str, Any] | None,
+    baselines: bool,
+    torch_compile: bool,
+) -> tuple[list[Timing], list[str], Any]:
+    """The race itself: inputs, reference, one contender per row, timed in turns.
+
+    Returns the rows, the contenders' notes and the signature of the function raced.
+    """
+    first_name, first = next(iter(builts.items()))
+    sig = prepare(first, function_name_of(variants[first_name], func_name), local=remote is None)
+    origin = next((b.origin for b in builts.values() if b.origin is not None), None)
+    inputs = model_inputs(first, sig, args, seed)
+    if args is None and origin is not None and first.origin is None:
+        inputs = list(origin.example_args)
+    if ref is None and models:
+        ref = next(iter(models.values()))
+    elif ref is None and origin is not None:
+        ref = origin.model
+        if baselines and remote is None:
+            models = {_label(origin.model, namespace): origin.model}
+    if remote is not None and ref is None:  # the first variant, run where all are timed
+        expected = outputs_on(first, sig.name, inputs, remote)
+    else:
+        expected = reference_outputs(
+            ref if ref is not None else first,
+            inputs[: len(sig.inputs)],
+            sig,
+            first.target,
+            namespace,
+        )
+    let_threads_settle(after=ref)  # a NumPy or PyTorch reference leaves spinning threads
+    contenders: list[Contender] = []
+    for name, obj in variants.items():
+        if name in models and remote is not None:
+            contenders.append(Contender(name, "torch", error=_HERE_ONLY))
+        elif name in models:
+            contenders += torch_contenders(obj, inputs, name, torch_compile)
+        elif name in builts:
+            if remote is not None:
+                remote.device(builts[name].target)  # no device there: say so, not once per row
+            contenders.append(
+                _tvm_row(builts[name], obj, name, sig, func_name, inputs, number, remote)
+            )
+    for name, model in models.items():
+        if name not in variants:
+            contenders += torch_contenders(model, inputs, name, torch_compile)
+    if isinstance(ref, str) and baselines and remote is None:
+        contenders += _expression_rows(ref, sig, inputs, namespace)
+    if is_torch_module(ref) and baselines and not models and remote is None:
+        contenders += torch_contenders(ref, inputs, _label(ref, namespace), torch_compile)
+    names = [p.name for p in sig.outputs] or ["result"]
+    timings, notes = race(contenders, expected, names, repeat=repeat, min_repeat_ms=min_repeat_ms)
+    return timings, notes, sig
+
+
+#: Why a PyTorch row is empty in a race on an RPC server.
+_HERE_ONLY = "a PyTorch model runs on this machine, not on the RPC server's device"
+
+
+def _tvm_row(
+    built: Built,
+    obj: Any,
+    name: str,
+    sig: Any,
+    func_name: str | None,
+    inputs: list,
+    number: Any,
+    remote: Any = None,
+) -> Contender:
+    fname = function_name_of(obj, func_name)
+    fname = fname if fname in built.signatures else None
+    if fname is None and sig.name in built.signatures:
+        fname = sig.name
     try:
-        fn = expression_function(expr, names, namespace, lib)
-        args = inputs
-        if lib == "torch":
-            import torch
-
-            args = [torch.from_numpy(x) for x in inputs]
-        return time_callable(
-            lib, fn, args, repeat=repeat, min_repeat_ms=min_repeat_ms, flops=flops, kind=lib
-        )
-    except Exception as err:  # noqa: BLE001 - a baseline row that cannot run says why
-        return Timing(
-            lib, None, None, None, None, 0, kind=lib, error=f"{type(err).__name__}: {err}"
-        )
+        return tvm_contender(built, fname, inputs, name, number, remote)
+    except RemoteError:
+        raise
+    except MLCError as err:
+        return Contender(name, "tvm", error=str(err))
 
 
-def _finish(timings: list[Timing]) -> TimingReport:
+def _label(model: Any, namespace: dict[str, Any] | None) -> str:
+    """The notebook's name of a PyTorch model (its class name when it has none)."""
+    for key, value in (namespace or {}).items():
+        if value is model and not key.startswith("_"):
+            return key
+    return type(model).__name__
+
+
+def _expression_rows(expr: str, sig: Any, inputs: list[Any], namespace: Any) -> list[Contender]:
+    """NumPy and PyTorch rows evaluating the reference expression."""
+    names = [p.name for p in sig.inputs]
+    rows = []
+    for lib in ("numpy", "torch"):
+        try:
+            fn = expression_function(expr, names, namespace, lib)
+            args = list(inputs[: len(names)])
+            if lib == "torch":
+                import torch  # optional, and slow to import
+
+                args = [torch.from_numpy(x) for x in args]
+            rows.append(callable_contender(lib, fn, args, lib))
+        except Exception as err:  # noqa: BLE001 - a baseline row that cannot run says why
+            rows.append(Contender(lib, lib, error=f"{type(err).__name__}: {err}"))
+    return rows
+
+
+def _finish(timings: list[Timing], notes: list[str] | None = None) -> TimingReport:
     base = timings[0].median_s if timings else None
-    done, warnings = [], []
+    done, warnings = [], list(notes or [])
     for t in timings:
         speedup = base / t.median_s if base and t.median_s else None
         done.append(dataclasses.replace(t, speedup=speedup))

@@ -6,6 +6,8 @@ The same expression also runs with PyTorch tensors (``np.maximum`` -> ``torch.ma
 
 from __future__ import annotations
 
+import inspect
+import sys
 from typing import Any
 
 import numpy as np
@@ -13,7 +15,7 @@ import numpy as np
 from ..compilation import build_module
 from ..errors import TimingError
 from ..results import Built
-from ..tvm_compat import IRModule, PrimFunc, is_tvm_object
+from ..tvm_compat import IRModule, PrimFunc, is_array, is_tvm_object
 
 
 class _TorchAsNumpy:
@@ -71,6 +73,8 @@ def reference_outputs(
         ):
             built = ref if isinstance(ref, Built) else build_module(ref, target)
             value = built[sig.name if sig.name in built.signatures else None](*inputs)
+        elif is_torch_module(ref):
+            value = torch_call(ref, inputs)
         elif callable(ref):
             value = ref(*inputs)
         else:
@@ -79,13 +83,63 @@ def reference_outputs(
         raise
     except Exception as err:  # noqa: BLE001 - a failing reference is the user's to fix
         raise TimingError(f"the reference failed: {type(err).__name__}: {err}") from None
-    values = list(value) if isinstance(value, (tuple, list)) else [value]
-    return [np.asarray(v.numpy() if hasattr(v, "numpy") else v) for v in values]
+    return as_arrays(value)
+
+
+def as_arrays(value: Any) -> list[Any]:
+    """Every output in ``value`` as a NumPy array, nested tuples and lists flattened in order.
+
+    Takes TVM tensors, the ``Array`` a Relax function returns for a tuple, PyTorch tensors and
+    NumPy arrays.
+    """
+    if isinstance(value, (tuple, list)) or is_array(value):
+        return [array for item in value for array in as_arrays(item)]
+    if hasattr(value, "detach"):
+        value = value.detach().cpu()
+    return [np.asarray(value.numpy() if hasattr(value, "numpy") else value)]
+
+
+def is_torch_module(obj: Any) -> bool:
+    """True for a ``torch.nn.Module`` (without importing PyTorch when it is not loaded)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.nn.Module)
+
+
+def model_arity(model: Any, available: int) -> int:
+    """How many of ``available`` arguments ``model.forward`` takes (the rest are TVM weights)."""
+    try:
+        params = inspect.signature(model.forward).parameters.values()
+    except (TypeError, ValueError):
+        return available
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return available
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return min(available, len(positional))
+
+
+def torch_inputs(model: Any, inputs: list[Any]) -> list[Any]:
+    """``inputs`` as PyTorch tensors, as many as ``model`` takes."""
+    import torch  # optional, and slow to import
+
+    return [torch.as_tensor(x) for x in inputs[: model_arity(model, len(inputs))]]
+
+
+def torch_call(model: Any, inputs: list[Any]) -> Any:
+    """``model`` called on ``inputs`` (NumPy) without recording gradients."""
+    import torch  # optional, and slow to import
+
+    with torch.no_grad():
+        return model(*torch_inputs(model, inputs))
 
 
 def compare(outputs: list[Any], expected: list[Any], names: list[str]) -> str | None:
     """``None`` when every output matches its reference, else what differs."""
-    for name, got, want in zip(names, outputs, expected, strict=False):
+    if len(outputs) < len(expected):
+        return f"{len(outputs)} output(s), the reference has {len(expected)}"
+    if len(names) != len(outputs):  # a tuple of outputs: name them by position
+        names = [f"#{i}" for i in range(len(outputs))]
+    start = len(outputs) - len(expected)  # a function's final results are its last outputs
+    for name, got, want in zip(names[start:], outputs[start:], expected, strict=True):
         if got.shape != want.shape:
             return f"output {name} has shape {got.shape}, the reference {want.shape}"
         if not np.allclose(got, want, rtol=1e-4, atol=1e-4, equal_nan=True):

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..compilation import device_for
 from ..compilation.bounds import check_bounds
+from ..compilation.intrinsics import load_tensor_intrinsics
 from ..errors import TuneError, error_reason
 from ..measure import estimate_flops
 from ..measure.machine import machine_limits
@@ -37,7 +38,6 @@ from ..tvm_compat import (
 from .budget import Budget, budget_for
 from .builder import InProcessBuilder
 from .callback import RecordAndReport
-from .intrinsics import load_tensor_intrinsics
 from .options import tuning_target, work_dir_for
 from .records import Measured, create_database, measured_before
 from .rpc import RPCSpec, make_rpc_runner, rpc_for

@@ -5,19 +5,19 @@ build, ``time_evaluator`` with calibrated loops, median of 5) on the calling thr
 ``%mlc_time`` measures for the same module right after, and a measurement of its own, not the
 figure that chose the winner (the best of several noisy figures reads low).
 
-Close contenders (the top few records of a search) are timed *in turns*: one calibrated sample
-of each, round after round. A slow spell of the machine (another process, a busy host under a
-virtual machine; docs/DEVELOPING.md, "Measured while building the tuner") then slows every
-contender alike instead of deciding which one wins.
+Close contenders (the top few records of a search) are timed *in turns*
+(:func:`~mlc_jupyter.measure.turns.in_turns`): one calibrated sample of each, round after round.
+A slow spell of the machine (another process, a busy host under a virtual machine;
+docs/DEVELOPING.md, "Measured while building the tuner") then slows every contender alike
+instead of deciding which one wins.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..compilation import build_module, device_for, wait_for_saved_builds
@@ -25,10 +25,10 @@ from ..compilation.call import prepare, to_device
 from ..errors import MLCError
 from ..measure import time_module
 from ..measure.inputs import random_inputs
+from ..measure.turns import Sampler, in_turns
 from .threads import on_measure_thread, target_cores
 
-#: A zero-argument function that times one calibrated sample and returns seconds per call.
-Sampler = Callable[[], float]
+__all__ = ["KernelSamplers", "Sampler", "final_timing", "in_turns", "kernel_sampler", "time_remote"]
 
 
 def _on_measure_thread(target: Any, fn: Any, *args: Any) -> Any:
@@ -128,18 +128,3 @@ def kernel_sampler(
 ) -> Sampler:
     """A :data:`Sampler` of one kernel (its own buffer sets; see :class:`KernelSamplers`)."""
     return KernelSamplers(target, name, min_sample_s).add(mod)
-
-
-def in_turns(samplers: Sequence[Sampler], rounds: int = 7, pause_s: float = 0.0) -> list[float]:
-    """The median of ``rounds`` samples of each sampler, taken one of each per round.
-
-    ``pause_s`` separates consecutive samples: contenders from different libraries (NumPy's
-    OpenBLAS, TVM's pool) leave worker threads spinning that would share the next one's cores.
-    """
-    samples: list[list[float]] = [[] for _ in samplers]
-    for round_ in range(rounds):
-        for index, (sampler, taken) in enumerate(zip(samplers, samples, strict=True)):
-            if pause_s and (round_ or index):
-                time.sleep(pause_s)
-            taken.append(sampler())
-    return [statistics.median(taken) for taken in samples]

@@ -1,0 +1,328 @@
+"""Default schedules for the kernels TVM makes out of a Relax model's operators.
+
+``tvm.compile`` legalises each Relax operator (``R.nn.conv2d``, ``R.matmul`` ...) into a plain loop
+nest and builds it as written: one thread, no vectors, no tiling. An imported ResNet-18 then runs
+about 80x slower than in PyTorch. A model build here runs TVM's own graph passes first (batch norm
+folded for inference, operators legalised and fused into kernels), then gives every kernel those
+passes made a schedule:
+
+* CPU: MetaSchedule's default design space for the kernel (its schedule rules: inlining,
+  multi-level tiling with a write cache, parallel / vector / unroll annotations), with each
+  sampling decision chosen by a rule instead of at random (:func:`_tile`): the innermost loop of
+  the last spatial axis fills a vector register, the axis before it is blocked in registers, outer
+  loops are parallel until every core has ``JOBS_PER_CORE`` jobs, and inner loops unroll up to
+  ``UNROLL_STEPS``. No candidate is measured: it is a starting point for ``%mlc_tune``.
+* GPU: dlight's rules (Matmul, GEMV, Reduction, GeneralReduction, Fallback), as MLC-LLM builds.
+
+PrimFuncs already in the module (written by hand, or scheduled) keep their loops. A kernel no rule
+fits keeps TVM's loops too, and is named in :attr:`Prepared.unscheduled`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..tvm_compat import (
+    IS_SCHEDULED_ATTR,
+    NOALIAS_ATTR,
+    IRModule,
+    PrimFunc,
+    Schedule,
+    dlight,
+    metaschedule,
+    relax_bindings,
+    relax_expr_kind,
+    structural_equal,
+    structural_hash,
+    tvm,
+    vector_bits,
+)
+from .intrinsics import load_tensor_intrinsics
+
+#: Relax operators that only call kernels; a module with nothing else needs no legalising.
+_CALLS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_pure_packed", "relax.call_")
+#: Parallel jobs per core the outer loops of a CPU kernel are split into (MetaSchedule's figure).
+JOBS_PER_CORE = 16
+#: Registers' worth of accumulators along the axis before the vector axis.
+REGISTER_BLOCK = 8
+#: The unroll limit picked among MetaSchedule's candidates (0, 16, 64, 512).
+UNROLL_STEPS = 16
+#: What the scheduled kernels carry, so that later passes (dlight, MetaSchedule) leave them be.
+SCHEDULED = IS_SCHEDULED_ATTR
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A Relax module ready to build: operators legalised, fused, kernels scheduled."""
+
+    mod: Any
+    scheduled: tuple[str, ...] = ()
+    unscheduled: tuple[str, ...] = ()
+
+    def notes(self) -> tuple[str, ...]:
+        """One line on the kernels' schedules, for the build's summary."""
+        line = f"{len(self.scheduled)} kernel(s) of the model's operators got default schedules"
+        if self.unscheduled:
+            line += f"; {', '.join(self.unscheduled)} kept TVM's loops (no rule fits)"
+        return (line,)
+
+
+def operator_counts(mod: Any) -> dict[str, int]:
+    """How often each Relax operator is called in the module's Relax functions.
+
+    Calls of kernels (``R.call_tir``, ``R.call_dps_packed`` ...) do not count: a module made
+    only of those (the book's chapter 3 modules, ``emit_te``) builds as written.
+    """
+    relax_function = tvm().relax.Function
+    counts: dict[str, int] = {}
+    for _, func in mod.functions_items():
+        if not isinstance(func, relax_function):
+            continue
+        for _var, value in relax_bindings(func):
+            if relax_expr_kind(value) != "call" or relax_expr_kind(value.op) != "op":
+                continue
+            name = str(value.op.name)
+            if not name.startswith(_CALLS):
+                counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def has_operators(mod: Any) -> bool:
+    """True when a Relax function calls operators that TVM legalises into new kernels."""
+    return bool(operator_counts(mod))
+
+
+def legalize_and_fuse(mod: Any, target: Any) -> Any:
+    """TVM's passes from operators to fused kernels, batch norm folded for inference first.
+
+    The same passes give ``%mlc_tune`` its tasks, so a tuned kernel replaces the one built here.
+    """
+    _tvm = tvm()
+    transform = _tvm.relax.transform
+    passes = [
+        transform.DecomposeOpsForInference(),
+        transform.CanonicalizeBindings(),
+        transform.LegalizeOps(),
+        transform.AnnotateTIROpPattern(),
+        transform.FoldConstant(),
+        transform.FuseOps(),
+        transform.FuseTIR(),
+        transform.DeadCodeElimination(),
+    ]
+    with target, _tvm.transform.PassContext(opt_level=3):
+        return _tvm.transform.Sequential(passes)(mod)
+
+
+def new_kernels(before: Any, after: Any) -> list[tuple[Any, Any]]:
+    """The PrimFuncs of ``after`` that ``before`` did not have (made by legalising), unscheduled."""
+    known = {gv.name_hint for gv, f in before.functions_items() if isinstance(f, PrimFunc())}
+    found = []
+    for gv, func in after.functions_items():
+        if not isinstance(func, PrimFunc()) or gv.name_hint in known:
+            continue
+        if func.attrs is not None and SCHEDULED in func.attrs:
+            continue
+        found.append((gv, func))
+    return found
+
+
+#: How many prepared models are remembered (each holds its weights).
+REMEMBERED = 8
+_PREPARED: dict[str, tuple[Any, Prepared]] = {}
+
+
+def prepare_model(mod: Any, target: Any, on_progress: Progress | None = None) -> Prepared:
+    """Legalise and fuse ``mod``'s operators, then schedule each new kernel for ``target``.
+
+    Remembered per module and target for the kernel's life (a rebuild or a timing of the same
+    model does not schedule it again).
+    """
+    key = f"{structural_hash(mod):x}|{target}"
+    known = _PREPARED.get(key)
+    if known is not None and structural_equal(known[0], mod):
+        return known[1]
+    prepared = _prepare(mod, target, on_progress)
+    while len(_PREPARED) >= REMEMBERED:
+        _PREPARED.pop(next(iter(_PREPARED)))
+    _PREPARED[key] = (mod, prepared)
+    return prepared
+
+
+def _prepare(mod: Any, target: Any, on_progress: Progress | None) -> Prepared:
+    if on_progress is not None:
+        on_progress("legalising and fusing operators", 0, 0)
+    fused = legalize_and_fuse(mod, target)
+    kernels = new_kernels(mod, fused)
+    gpu = "gpu" in list(target.keys)
+    scheduled, unscheduled = [], []
+    for index, (gv, func) in enumerate(kernels):
+        if on_progress is not None:
+            on_progress("scheduling kernels", index, len(kernels))
+        new = gpu_schedule(func, target) if gpu else cpu_schedule(func, target)
+        if new is None:
+            unscheduled.append(gv.name_hint)
+            continue
+        fused.update_func(gv, new.with_attr("global_symbol", gv.name_hint))
+        scheduled.append(gv.name_hint)
+    if on_progress is not None and kernels:
+        on_progress("scheduling kernels", len(kernels), len(kernels))
+    return Prepared(fused, tuple(scheduled), tuple(unscheduled))
+
+
+def gpu_schedule(func: Any, target: Any) -> Any | None:
+    """dlight's default GPU schedule of one kernel (``None`` when no rule applies)."""
+    dl = dlight()
+    mod = IRModule()({"main": func.with_attr("global_symbol", "main")})
+    rules = (dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction())
+    try:
+        with target:
+            out = dl.ApplyDefaultSchedule(*rules, dl.gpu.Fallback())(mod)
+    except Exception:  # noqa: BLE001 - a kernel no rule handles keeps TVM's loops
+        return None
+    new = out["main"]
+    if new.attrs is None or SCHEDULED not in new.attrs:
+        return None
+    return new
+
+
+def _cores(target: Any) -> int:
+    return int(target.attrs["num-cores"]) if "num-cores" in target.attrs else os.cpu_count() or 1
+
+
+def _with_cores(target: Any) -> Any:
+    """``target`` with ``num-cores`` set (MetaSchedule's rules need it), this machine's by default."""
+    if "num-cores" in target.attrs:
+        return target
+    return tvm().target.Target({**dict(target.export()), "num-cores": _cores(target)})
+
+
+def cpu_schedule(func: Any, target: Any) -> Any | None:
+    """MetaSchedule's default design space of one kernel, decisions chosen by rule, post-processed.
+
+    Returns the scheduled PrimFunc, or ``None`` when MetaSchedule cannot schedule it (dynamic
+    shapes, a post-processor that refuses the result).
+    """
+    ms = metaschedule()
+    load_tensor_intrinsics(str(target.kind.name))
+    target = _with_cores(target)
+    task = IRModule()(
+        {"main": func.with_attr("global_symbol", "main").with_attr(NOALIAS_ATTR, True)}
+    )
+    try:
+        # MetaSchedule's CPU rules without the one that looks up rules registered for a block
+        # (none are, for the CPU; it logs the name of each it misses, e.g. max pooling's).
+        rules = [
+            rule
+            for rule in ms.ScheduleRule.create("llvm")
+            if not isinstance(rule, ms.schedule_rule.ApplyCustomRule)
+        ]
+        context = ms.TuneContext(
+            mod=task,
+            target=target,
+            space_generator=ms.space_generator.PostOrderApply(sch_rules=rules),
+            search_strategy="replay-trace",
+            rand_state=0,
+            num_threads=1,
+        )
+        spaces = context.generate_design_space()
+        if not spaces:
+            return None
+        trace = spaces[0].trace
+        decisions = _decisions(trace, vector_bits(target) // _dtype_bits(func), _cores(target))
+        sch = Schedule(task)
+        trace.apply_to_schedule(sch, remove_postproc=True, decision_provider=decisions)
+        for postproc in context.space_generator.postprocs:
+            if not postproc.apply(sch):
+                return None
+    except Exception:  # noqa: BLE001 - a kernel MetaSchedule cannot schedule keeps TVM's loops
+        return None
+    return sch.mod["main"].with_attr(SCHEDULED, True)
+
+
+def _dtype_bits(func: Any) -> int:
+    """Bits of the kernel's output element (its last parameter)."""
+    try:
+        return max(8, int(func.params[-1].dtype.bits))
+    except Exception:  # noqa: BLE001 - a kernel whose last parameter is not a buffer
+        return 32
+
+
+def _largest_divisor(n: int, cap: int) -> int:
+    return max(d for d in range(1, max(1, min(n, cap)) + 1) if n % d == 0)
+
+
+def _smallest_divisor_at_least(n: int, low: int) -> int:
+    return min((d for d in range(1, n + 1) if n % d == 0 and d >= low), default=n)
+
+
+def _tile(extents: list[int], lanes: int, jobs: int) -> list[list[int]]:
+    """Four-level tiles (parallel, serial, between reductions, innermost) of the spatial axes.
+
+    The last axis's innermost tile is one vector register; the axis before it is blocked by up to
+    ``REGISTER_BLOCK`` rows kept in registers; the outer levels give ``jobs`` parallel jobs, taken
+    from the outermost axes first.
+    """
+    tiles = []
+    parallel = 1
+    for index, extent in enumerate(extents):
+        inner = 1
+        if index == len(extents) - 1:
+            inner = _largest_divisor(extent, lanes)
+        elif index == len(extents) - 2:
+            inner = _largest_divisor(extent, REGISTER_BLOCK)
+        rest = extent // inner
+        outer = 1
+        if parallel < jobs:
+            outer = _smallest_divisor_at_least(rest, math.ceil(jobs / parallel))
+            parallel *= outer
+        tiles.append([outer, rest // outer, 1, inner])
+    return tiles
+
+
+def _decisions(trace: Any, lanes: int, cores: int) -> Callable[..., Any]:
+    """A decision provider for ``Trace.apply_to_schedule`` that picks every decision by rule."""
+    chosen: list[tuple[Any, Any]] = []
+    group: list[tuple[Any, int, int]] = []
+
+    def close_group() -> None:
+        spatial = [(inst, extent) for inst, n, extent in group if n == 4]
+        for inst, n, extent in group:
+            if n != 4:  # reduction levels: the innermost as long as MetaSchedule allows
+                inner = _largest_divisor(extent, int(inst.attrs[1]))
+                tile = [extent // inner, inner] if n >= 2 else [extent]
+                chosen.append((inst, [1] * max(0, n - 2) + tile))
+        if spatial:
+            tiles = _tile([e for _, e in spatial], lanes, JOBS_PER_CORE * cores)
+            chosen.extend((inst, tile) for (inst, _), tile in zip(spatial, tiles, strict=True))
+        group.clear()
+
+    for inst in trace.insts:
+        kind = inst.kind.name
+        if kind == "SamplePerfectTile":
+            decision = [int(v) for v in trace.decisions[inst]]
+            group.append((inst, int(inst.attrs[0]), math.prod(decision)))
+        elif kind != "Split" and group:
+            close_group()
+    if group:
+        close_group()
+
+    def provide(inst: Any, inputs: Any, attrs: Any, decision: Any) -> Any:
+        kind = inst.kind.name
+        if kind == "SamplePerfectTile":
+            for known, value in chosen:
+                if known.same_as(inst):
+                    return value
+        if kind == "SampleCategorical":
+            values = [int(v) for v in inst.attrs[0]]
+            return min(range(len(values)), key=lambda i: abs(values[i] - UNROLL_STEPS))
+        if kind == "SampleComputeLocation":
+            return -1  # at the root: the producer runs once, parallel and vectorised
+        return decision
+
+    return provide

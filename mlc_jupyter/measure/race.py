@@ -1,0 +1,289 @@
+"""Timing races: TVM builds, PyTorch models (eager, ``torch.compile``) and expressions in turns.
+
+Every contender runs once on the shared inputs (its outputs are checked against the reference),
+is calibrated (calls per sample so that one sample lasts ``min_repeat_ms``), then all of them are
+sampled in turns (:mod:`.turns`). Between samples of different libraries the race waits for
+worker threads to stop spinning (:data:`~.timer.SETTLE_S`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..compilation import describe_target, device_for
+from ..compilation.call import (
+    compiled_symbol,
+    prepare,
+    relax_vm,
+    require_device_here,
+    runtime_function,
+    to_device,
+)
+from ..errors import MLCError, RemoteError
+from ..results import Built, Timing
+from .reference import as_arrays, compare, reference_outputs, torch_inputs
+from .timer import (
+    DEFAULT_MIN_REPEAT_MS,
+    SETTLE_S,
+    argument_bytes,
+    as_built,
+    estimate_flops,
+    function_name_of,
+    let_threads_settle,
+    model_inputs,
+    timing_from_samples,
+)
+from .turns import Sampler, samples_in_turns
+
+#: Most calls one sample makes (a kernel of a few nanoseconds would otherwise loop for ever).
+MAX_NUMBER = 1 << 20
+
+
+@dataclass
+class Contender:
+    """One row of a race: how to get its outputs once, and how to calibrate a sampler.
+
+    ``calibrate`` takes the least seconds per sample and returns the sampler and the calls per
+    sample; ``error`` set means the contender could not run (the row says why).
+    """
+
+    name: str
+    kind: str
+    outputs: Callable[[], list[Any]] | None = None
+    calibrate: Callable[[float], tuple[Sampler, int]] | None = None
+    flops: float | None = None
+    bytes: float | None = None
+    target: str = ""
+    error: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def tvm_contender(
+    built: Built,
+    func_name: str | None,
+    inputs: list[Any],
+    name: str,
+    number: int | None = None,
+    remote: Any = None,
+) -> Contender:
+    """A TVM build's function on ``inputs`` (outputs allocated when only inputs are given).
+
+    ``remote`` (a :class:`~mlc_jupyter.compilation.remote.RemoteModules`) runs and times it on
+    an RPC server's device instead of this machine's.
+    """
+    sig = prepare(built, func_name, local=remote is None)
+    device = remote.device(built.target) if remote is not None else device_for(built.target)
+    tensors, allocated = to_device(built, sig, tuple(inputs), device if remote else None)
+    n_out = allocated or sig.n_outputs
+    func = runtime_function(built, sig.name, remote)
+    if sig.relax:
+        module = relax_vm(built, remote)
+    else:
+        module = remote.load(built) if remote is not None else built.executable.mod
+    where = f" on {remote.spec}" if remote is not None else ""
+    symbol = sig.name if sig.relax else compiled_symbol(built.mod, sig.name)
+
+    def outputs() -> list[Any]:
+        result = func(*tensors)
+        return as_arrays(result if sig.relax else tensors[len(tensors) - n_out :])
+
+    def calibrate(min_s: float) -> tuple[Sampler, int]:
+        if remote is not None and not number:  # a call from here is a round trip: let the
+            # server's evaluator find how many calls fill a sample
+            timer = module.time_evaluator(symbol, device, repeat=1, min_repeat_ms=int(min_s * 1e3))
+            return (lambda: float(timer(*tensors).mean)), 0
+        calls = number or _calls(lambda: (func(*tensors), device.sync()), min_s)
+        timer = module.time_evaluator(symbol, device, number=calls, repeat=1)
+        return (lambda: float(timer(*tensors).mean)), calls
+
+    return Contender(
+        name,
+        "tvm",
+        outputs,
+        calibrate,
+        flops=estimate_flops(built.mod, sig.name),
+        bytes=argument_bytes(built.mod, sig.name),
+        target=describe_target(built.target) + where,
+    )
+
+
+def outputs_on(built: Built, func_name: str | None, inputs: list[Any], remote: Any) -> list[Any]:
+    """The NumPy outputs of one call of ``built``'s function (here or on ``remote``)."""
+    return tvm_contender(built, func_name, inputs, "", remote=remote).outputs()
+
+
+def _calls(call: Callable[[], Any], min_s: float) -> int:
+    """Calls per sample so that one sample lasts about ``min_s`` (after a warm-up call)."""
+    call()
+    start = time.perf_counter()
+    call()
+    once = max(time.perf_counter() - start, 1e-9)
+    return max(1, min(MAX_NUMBER, math.ceil(min_s / once)))
+
+
+def callable_contender(
+    name: str, fn: Callable[..., Any], args: list[Any], kind: str, flops: float | None = None
+) -> Contender:
+    """A Python function (NumPy, PyTorch) on ``args``, timed with ``perf_counter`` loops."""
+
+    def outputs() -> list[Any]:
+        return as_arrays(fn(*args))
+
+    def calibrate(min_s: float) -> tuple[Sampler, int]:
+        calls = _calls(lambda: fn(*args), min_s)
+
+        def sample() -> float:
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn(*args)
+            return (time.perf_counter() - start) / calls
+
+        return sample, calls
+
+    return Contender(name, kind, outputs, calibrate, flops=flops)
+
+
+_COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def torch_contenders(
+    model: Any, inputs: list[Any], name: str, compiled: bool = True
+) -> list[Contender]:
+    """``name`` (the model eager) and ``torch.compile(name)``, both without gradients.
+
+    The compiled model is kept for the kernel's life, so only the first race pays for
+    compiling; a model ``torch.compile`` cannot handle gets a row that says why.
+    """
+    import torch  # optional, and slow to import
+
+    args = torch_inputs(model, inputs)
+
+    def run(module: Any) -> Callable[..., Any]:
+        def call(*xs: Any) -> Any:
+            with torch.no_grad():
+                return module(*xs)
+
+        return call
+
+    rows = [callable_contender(name, run(model), args, "torch")]
+    if not compiled:
+        return rows
+    label = f"torch.compile({name})"
+    try:
+        fast = _COMPILED.get(model)
+        if fast is None:
+            start = time.perf_counter()
+            fast = torch.compile(model)
+            run(fast)(*args)  # compiles on the first call
+            _COMPILED[model] = fast
+            rows[0].notes.append(f"{label}: compiled in {time.perf_counter() - start:.1f} s")
+    except Exception as err:  # noqa: BLE001 - say why torch.compile cannot run here
+        first = next((ln for ln in str(err).splitlines() if ln.strip()), type(err).__name__)
+        rows.append(Contender(label, "torch", error=f"torch.compile failed: {first[:300]}"))
+        return rows
+    rows.append(callable_contender(label, run(fast), args, "torch"))
+    return rows
+
+
+def race(
+    contenders: list[Contender],
+    expected: list[Any] | None,
+    output_names: list[str],
+    *,
+    repeat: int = 5,
+    min_repeat_ms: float = 50.0,
+) -> tuple[list[Timing], list[str]]:
+    """Check each contender against ``expected``, then time them all in turns.
+
+    Returns one :class:`Timing` per contender (in order; a failing one carries its error) and
+    the contenders' notes.
+    """
+    rows: list[Timing | None] = []
+    samplers: list[tuple[int, Sampler, int]] = []
+    notes: list[str] = []
+    for index, c in enumerate(contenders):
+        notes += c.notes
+        if c.error is not None or c.outputs is None or c.calibrate is None:
+            rows.append(_failed(c, c.error or "cannot run", None))
+            continue
+        try:
+            problem = compare(c.outputs(), expected, output_names) if expected else None
+            if problem:
+                rows.append(_failed(c, problem, False))
+                continue
+            sampler, calls = c.calibrate(min_repeat_ms / 1e3)
+        except RemoteError:
+            raise
+        except MLCError as err:
+            rows.append(_failed(c, str(err), None))
+            continue
+        except Exception as err:  # noqa: BLE001 - one contender failing keeps the others
+            rows.append(_failed(c, f"{type(err).__name__}: {str(err).strip()[:300]}", None))
+            continue
+        rows.append(None)
+        samplers.append((index, sampler, calls))
+    foreign = any(contenders[i].kind != "tvm" for i, _, _ in samplers)
+    samples = samples_in_turns(
+        [s for _, s, _ in samplers], max(1, repeat), SETTLE_S if foreign else 0.0
+    )
+    for (index, _, calls), taken in zip(samplers, samples, strict=True):
+        c = contenders[index]
+        rows[index] = timing_from_samples(
+            c.name,
+            taken,
+            calls,
+            c.flops,
+            correct=True if expected else None,
+            kind=c.kind,
+            target=c.target,
+            bytes=c.bytes,
+        )
+    return [r for r in rows if r is not None], notes
+
+
+def _failed(c: Contender, error: str, correct: bool | None) -> Timing:
+    return Timing(c.name, None, None, None, None, 0, correct=correct, error=error, kind=c.kind)
+
+
+def time_module(
+    mod_or_built: Any,
+    target: Any = None,
+    *,
+    func_name: str | None = None,
+    args: Any = None,
+    ref: Any = None,
+    seed: int = 0,
+    number: int | None = None,
+    repeat: int = 5,
+    min_repeat_ms: float = DEFAULT_MIN_REPEAT_MS,
+    name: str | None = None,
+    namespace: dict[str, Any] | None = None,
+    expected: list[Any] | None = None,
+    remote: Any = None,
+) -> Timing:
+    """Build (cached), check against ``ref`` and time one function with ``time_evaluator``.
+
+    ``ref`` is a NumPy expression over the parameter names, a callable, a PyTorch model, a
+    module or arrays; a mismatch gives a ``Timing`` with ``correct=False`` and ``error`` set
+    instead of a time. ``repeat`` samples of at least ``min_repeat_ms`` each (calls per
+    sample calibrated once, unless ``number`` is given). ``remote`` (a
+    :class:`~mlc_jupyter.compilation.remote.RemoteModules`) runs and times the function on an
+    RPC server's device instead of this machine's.
+    """
+    if remote is None and not isinstance(getattr(mod_or_built, "built", mod_or_built), Built):
+        require_device_here(target, "the module to time is for")  # before building it
+    built = as_built(mod_or_built, target)
+    sig = prepare(built, function_name_of(mod_or_built, func_name), local=remote is None)
+    inputs = model_inputs(built, sig, args, seed)
+    contender = tvm_contender(built, sig.name, inputs, name or sig.name, number, remote)
+    if expected is None:
+        expected = reference_outputs(ref, inputs[: len(sig.inputs)], sig, built.target, namespace)
+        let_threads_settle(after=ref)
+    names = [p.name for p in sig.outputs] or ["result"]
+    rows, _ = race([contender], expected, names, repeat=repeat, min_repeat_ms=min_repeat_ms)
+    return rows[0]

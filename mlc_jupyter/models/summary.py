@@ -1,0 +1,104 @@
+"""What an imported model holds: operators, weights, inputs and outputs, the kernels a build makes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..compilation import resolve_target
+from ..compilation.default_schedule import Progress, operator_counts, prepare_model
+from ..results import ModelSummary
+from ..tvm_compat import (
+    PrimFunc,
+    expr_type,
+    relax_expr_kind,
+    relax_function_result,
+    tensor_shape_dtype,
+    tvm,
+)
+
+
+def _describe(expr: Any) -> str:
+    """``(1, 3, 224, 224) float32`` for a tensor-typed expression; tuples list their fields."""
+    fields = getattr(expr_type(expr), "fields", None)
+    if fields is not None:
+        return "(" + ", ".join(_describe_type(f) for f in fields) + ")"
+    return _describe_type(expr_type(expr))
+
+
+def _describe_type(ty: Any) -> str:
+    shape = getattr(ty, "shape", None)
+    dims = ", ".join(_dim(d) for d in shape) if shape is not None else "?"
+    return f"({dims}) {getattr(ty, 'dtype', '')}".strip()
+
+
+def _dim(dim: Any) -> str:
+    try:
+        return str(int(dim))
+    except (TypeError, ValueError):  # a symbolic size such as n
+        return str(dim)
+
+
+def _weights(main: Any, n_inputs: int) -> tuple[int, int]:
+    """Count and bytes of the weights: constants in ``main``, or its parameters after the inputs."""
+    count = size = 0
+
+    def add(expr: Any) -> None:
+        nonlocal count, size
+        dims, dtype = tensor_shape_dtype(expr)
+        if dims is None or dtype is None:
+            return
+        numel = int(np.prod([int(d) for d in dims])) if dims else 1
+        count += numel
+        size += numel * np.dtype(dtype).itemsize
+
+    def visit(expr: Any) -> None:
+        if relax_expr_kind(expr) == "const":
+            add(expr)
+
+    tvm().relax.analysis.post_order_visit(main.body, visit)
+    for var in list(main.params)[n_inputs:]:
+        add(var)
+    return count, size
+
+
+def kernel_calls(mod: Any) -> dict[str, int]:
+    """How often the Relax functions of ``mod`` call each of its PrimFuncs."""
+    relax = tvm().relax
+    prims = {gv.name_hint for gv, f in mod.functions_items() if isinstance(f, PrimFunc())}
+    calls = dict.fromkeys(sorted(prims), 0)
+
+    def visit(expr: Any) -> None:
+        if relax_expr_kind(expr) == "global" and expr.name_hint in calls:
+            calls[expr.name_hint] += 1
+
+    for _, func in mod.functions_items():
+        if isinstance(func, relax.Function):
+            relax.analysis.post_order_visit(func.body, visit)
+    return calls
+
+
+def summarize(
+    mod: Any, n_inputs: int, target: Any = None, on_progress: Progress | None = None
+) -> ModelSummary:
+    """Operators of ``main``, its weights, and the kernels a build for ``target`` makes.
+
+    Listing the kernels legalises, fuses and schedules the model, which a build of the same
+    module for the same target then reuses.
+    """
+    main = mod["main"]
+    ops = sorted(operator_counts(mod).items(), key=lambda kv: (-kv[1], kv[0]))
+    count, size = _weights(main, n_inputs)
+    prepared = prepare_model(mod, resolve_target(target), on_progress)  # the build reuses it
+    made = set(prepared.scheduled) | set(prepared.unscheduled)
+    calls = kernel_calls(prepared.mod)
+    kernels = sorted(((k, n) for k, n in calls.items() if k in made and n), key=lambda kv: kv[0])
+    return ModelSummary(
+        ops=tuple((name.removeprefix("relax."), n) for name, n in ops),
+        n_params=count,
+        param_bytes=size,
+        kernels=tuple(kernels),
+        inputs=tuple(_describe(v) for v in list(main.params)[:n_inputs]),
+        outputs=(_describe(relax_function_result(main)),),
+    )

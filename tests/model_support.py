@@ -1,0 +1,80 @@
+"""Models written in plain PyTorch (no torchvision here) for the whole-model tests.
+
+ResNet-18 keeps torchvision's layer names (``layer1.0.conv1`` ...), so messages that name a
+submodule read as they would for the real one; weights are random.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def mlp() -> Any:
+    """The book's MLP (784-128-10), random weights, eval mode."""
+    from torch import nn
+
+    torch_seed()
+    return nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10)).eval()
+
+
+def encoder_layer() -> Any:
+    """``nn.TransformerEncoderLayer`` (d_model 256, 4 heads), batch first, eval mode."""
+    from torch import nn
+
+    torch_seed()
+    return nn.TransformerEncoderLayer(256, 4, batch_first=True).eval()
+
+
+def resnet18() -> Any:
+    """ResNet-18 (random weights, eval mode), torchvision's layout and names."""
+    from torch import nn
+
+    class BasicBlock(nn.Module):
+        def __init__(self, cin: int, cout: int, stride: int) -> None:
+            super().__init__()
+            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(cout)
+            self.relu = nn.ReLU(inplace=True)
+            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(cout)
+            self.downsample = None
+            if stride != 1 or cin != cout:
+                self.downsample = nn.Sequential(
+                    nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+                )
+
+        def forward(self, x: Any) -> Any:
+            identity = x if self.downsample is None else self.downsample(x)
+            out = self.relu(self.bn1(self.conv1(x)))
+            return self.relu(self.bn2(self.conv2(out)) + identity)
+
+    class ResNet18(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
+            self.bn1 = nn.BatchNorm2d(64)
+            self.relu = nn.ReLU(inplace=True)
+            self.maxpool = nn.MaxPool2d(3, 2, 1)
+            stages, cin = [], 64
+            for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+                stages.append(
+                    nn.Sequential(BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1))
+                )
+                cin = cout
+            self.layer1, self.layer2, self.layer3, self.layer4 = stages
+            self.avgpool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(512, 1000)
+
+        def forward(self, x: Any) -> Any:
+            x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+            x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+            return self.fc(self.avgpool(x).flatten(1))
+
+    torch_seed()
+    return ResNet18().eval()
+
+
+def torch_seed(seed: int = 0) -> None:
+    import torch
+
+    torch.manual_seed(seed)
