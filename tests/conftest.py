@@ -32,11 +32,6 @@ def shell(_global_shell) -> Iterator:
     _global_shell.reset(new_session=False)
 
 
-def run_cell(shell, text: str):
-    """Run a cell like a user would; return IPython's ExecutionResult."""
-    return shell.run_cell(text, store_history=True)
-
-
 @pytest.fixture(scope="session")
 def rpc_tracker(tmp_path_factory):
     """A TVM RPC tracker on loopback with two CPU servers under ``rpc_support.KEY``.

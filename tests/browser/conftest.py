@@ -7,8 +7,9 @@ Usage in a test module (mark it ``pytestmark = pytest.mark.browser``)::
         lab.run_all()
         lab.screenshot("demo")          # -> test-output/demo.png
 
-``lab`` bundles the helpers below (``open_notebook``, ``run_all_cells``, ``wait_kernel_idle``,
-``screenshot``) bound to a fresh page, so test modules need not import this conftest.
+``lab`` bundles the helpers of ``lab_support.py`` (``open_notebook``, ``run_all_cells``,
+``wait_kernel_idle``, ``screenshot``) bound to a fresh page; a test module that needs one alone
+imports it from ``lab_support`` (never from ``conftest``: pytest has one per folder).
 
 ``lab_server`` is session-scoped (one server for all browser tests); ``lab_page`` gives a fresh
 Chromium page per test. Everything is skipped, with the reason, when ``/usr/bin/chromium`` (or
@@ -26,13 +27,11 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from lab_support import REPO, Lab, LabServer
 
-REPO = Path(__file__).resolve().parents[2]
-OUTPUT = REPO / "test-output"
 CHROMIUM = os.environ.get("MLC_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -42,21 +41,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-
-
-@dataclass(frozen=True)
-class LabServer:
-    """A running JupyterLab: ``url`` (no trailing slash), ``token`` and the served ``root`` dir."""
-
-    url: str
-    token: str
-    root: Path
-
-    def notebook_url(self, name: str) -> str:
-        """URL that opens notebook ``name`` (relative to ``root``) in the Lab UI."""
-        # a workspace of its own (reset), so tabs opened by earlier tests are not restored
-        workspace = Path(name).stem.replace(" ", "-") or "test"
-        return f"{self.url}/lab/workspaces/{workspace}/tree/{name}?reset&token={self.token}"
 
 
 def _require_browser() -> None:
@@ -151,82 +135,6 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     rep = outcome.get_result()
     setattr(item, f"rep_{rep.when}", rep)
-
-
-def write_notebook(server: LabServer, cells: list[str], name: str = "test.ipynb") -> Path:
-    """Write a notebook of code ``cells`` (python3 kernel) into the server's root dir."""
-    import nbformat
-
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
-    path = server.root / name
-    nbformat.write(nb, path)
-    return path
-
-
-def open_notebook(
-    page, cells: list[str], name: str = "test.ipynb", server: LabServer | None = None
-):
-    """Write ``cells`` as notebook ``name``, open it in ``page`` and wait for an idle kernel."""
-    server = server or page.lab_server
-    write_notebook(server, cells, name)
-    page.goto(server.notebook_url(name))
-    page.wait_for_selector(".jp-Notebook", timeout=60_000)
-    wait_kernel_idle(page)
-    return page
-
-
-def wait_kernel_idle(page, timeout_ms: int = 120_000) -> None:
-    """Wait until the notebook's kernel status (status bar) reads Idle."""
-    from playwright.sync_api import expect
-
-    expect(page.get_by_text("| Idle").first).to_be_visible(timeout=timeout_ms)
-
-
-def run_all_cells(page, timeout_ms: int = 180_000) -> None:
-    """Run every cell (Run > Run All Cells) and wait until no cell is queued or running."""
-    from playwright.sync_api import expect
-
-    page.locator(".jp-Notebook").first.click()  # focus the notebook the menu command acts on
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_text("Run All Cells", exact=True).click()
-    # an unrun cell's prompt is "[ ]:", a queued or running one "[*]:"; wait until none is left
-    prompts = page.locator(".jp-CodeCell .jp-InputPrompt")
-    expect(prompts.filter(has_text="[ ]")).to_have_count(0, timeout=timeout_ms)
-    expect(prompts.filter(has_text="[*]")).to_have_count(0, timeout=timeout_ms)
-    wait_kernel_idle(page, timeout_ms)
-
-
-def screenshot(page_or_locator, name: str) -> Path:
-    """Save a PNG ``test-output/<name>.png`` of a page or a locator; return its path."""
-    OUTPUT.mkdir(exist_ok=True)
-    path = OUTPUT / f"{name}.png"
-    page_or_locator.screenshot(path=str(path))
-    return path
-
-
-class Lab:
-    """The helpers of this module bound to one page (what the ``lab`` fixture gives)."""
-
-    def __init__(self, page, server: LabServer) -> None:
-        self.page, self.server = page, server
-
-    def open(self, cells: list[str], name: str = "test.ipynb"):
-        """Write and open a notebook of ``cells``; return the page."""
-        return open_notebook(self.page, cells, name, self.server)
-
-    def run_all(self, timeout_ms: int = 180_000) -> None:
-        """Run all cells and wait until the kernel is idle."""
-        run_all_cells(self.page, timeout_ms)
-
-    def screenshot(self, name: str, locator=None) -> Path:
-        """Save ``test-output/<name>.png`` of the page (or of ``locator``)."""
-        return screenshot(locator if locator is not None else self.page, name)
 
 
 @pytest.fixture

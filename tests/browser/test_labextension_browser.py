@@ -53,7 +53,7 @@ def _open(page, cells: list[str], name: str):
 
     Returns the page and the locator of that notebook's cells.
     """
-    from conftest import wait_kernel_idle, write_notebook
+    from lab_support import wait_kernel_idle, write_notebook
 
     server = page.lab_server
     write_notebook(server, cells, name)
@@ -77,7 +77,7 @@ def _run_cell(page, cell) -> None:
 
 
 def test_tir_cells_are_highlighted_and_a_failing_line_is_marked_until_it_runs_clean(lab_page):
-    from conftest import run_all_cells, screenshot
+    from lab_support import run_all_cells, screenshot
     from playwright.sync_api import expect
 
     page, cells = _open(lab_page, CELLS, "labextension.ipynb")
@@ -139,7 +139,7 @@ EXPORT = 'sch = tvm.s_tir.Schedule(MyModule)\nb = sch.get_sblock("B")\ni, = sch.
 
 
 def test_the_schedule_commands_insert_the_export_and_open_a_stepper_below_the_cell(lab_page):
-    from conftest import run_all_cells
+    from lab_support import run_all_cells
     from playwright.sync_api import expect
 
     setup = f"import mlc_jupyter.schedule as s\ns.set_last_export({EXPORT!r})"

@@ -7,7 +7,7 @@ leaves ``test-output/trace_replay.png``.
 from __future__ import annotations
 
 import pytest
-from conftest import open_notebook, run_all_cells, screenshot
+from lab_support import open_notebook, run_all_cells, screenshot
 
 pytestmark = pytest.mark.browser
 
