@@ -40,6 +40,7 @@ class RecordAndReport(ms.measure_callback.PyMeasureCallback):
         curves: dict[str, list[tuple[int, float]]],
         peak_gflops: float | None = None,
         per_iter: int = 64,
+        flops: dict[str, float | None] | None = None,
     ) -> None:
         super().__init__()
         self.shared = shared
@@ -59,7 +60,7 @@ class RecordAndReport(ms.measure_callback.PyMeasureCallback):
         self.reused = 0
         self.in_batch = 0
         self.last_tick = 0.0
-        self.flops: dict[str, float | None] = {}
+        self.flops: dict[str, float | None] = dict(flops or {})  # known before the first batch
         shared.tick = self._tick
 
     def _tick(self, task: str) -> None:

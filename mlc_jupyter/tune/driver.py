@@ -25,8 +25,8 @@ from ..compilation.bounds import check_bounds
 from ..compilation.intrinsics import load_tensor_intrinsics
 from ..errors import TuneError, error_reason
 from ..measure import estimate_flops
-from ..measure.machine import machine_limits
-from ..measure.timer import argument_bytes
+from ..measure.machine import cpu_limits
+from ..measure.timer import argument_bytes, argument_dtypes
 from ..results import TuneProgress, TuneResult
 from ..tvm_compat import (
     METASCHEDULE_LOGGER,
@@ -125,6 +125,7 @@ def tune(
     callback = RecordAndReport(
         shared, run.database, run.budget, run.measured.count, on_progress, str(run.log_path),
         str(run.work), run.measured.curves, run.peak_gflops, per_iter,
+        {n: estimate_flops(m, "main") for n, m in zip(run.tasks.names, run.tasks.mods, strict=True)},
     )  # fmt: skip
     stop_reason = "trials"
     start = perf_counter()
@@ -148,15 +149,15 @@ def _prepare(
     database = create_database(work, fresh)
     measured = measured_before(database, tasks)
     log_path = work / "logs" / LOG_NAME
-    peak = None if rpc_spec else _peak_gflops(target)
+    peak = None if rpc_spec else _peak_gflops(target, tasks)
     return _Run(tasks, target, work, database, log_path, rpc_spec, budget, measured, spaces, peak)
 
 
-def _peak_gflops(target: Any) -> float | None:
-    """This machine's fp32 peak for the target's cores (measured once per machine, cached)."""
-    if str(target.kind.name) != "llvm":
-        return None
-    return machine_limits().peak(target_cores(target))
+def _peak_gflops(target: Any, tasks: Tasks) -> float | None:
+    """This machine's fp32 peak for the target's cores (measured once per machine, cached);
+    ``None`` for GPU targets and kernels on other data than fp32."""
+    limits = cpu_limits(target, [d for mod in tasks.mods for d in argument_dtypes(mod)])
+    return limits.peak(target_cores(target)) if limits else None
 
 
 def _shared_state(measured: Measured) -> Shared:
