@@ -148,12 +148,17 @@ def session(spec: RPCSpec, timeout_s: float = REQUEST_TIMEOUT_S) -> Iterator[Any
     if "error" in got:
         raise RemoteError(
             f"the tracker at {spec.host}:{spec.port} gave no session for {spec.key!r}:"
-            f" {str(got['error']).splitlines()[0]}"
+            f" {_server_reason(got['error'])}"
         )
     try:
         yield got["session"]
     finally:
         close_rpc_session(got.pop("session"))
+
+
+def _device_kind(target_kind: str) -> str:
+    """The runtime device of a target kind (CPU code runs on ``cpu``)."""
+    return "cpu" if target_kind in ("llvm", "c") else target_kind
 
 
 def remote_device(sess: Any, spec: RPCSpec, kind: str) -> Any:
@@ -182,9 +187,8 @@ def remote_target(spec: RPCSpec, target: Any) -> Any:
     """
     from .targets import device_target, is_gpu_target, resolve_target, target_kind
 
-    kind = target_kind(target)
     with session(spec) as sess:
-        dev = remote_device(sess, spec, "cpu" if kind in ("llvm", "c") else kind)
+        dev = remote_device(sess, spec, _device_kind(target_kind(target)))
         return device_target(target, dev) if is_gpu_target(target) else resolve_target(target)
 
 
@@ -212,8 +216,7 @@ class RemoteModules:
         """The remote device a module built for ``target`` runs on."""
         from .targets import target_kind
 
-        kind = target_kind(target)
-        return remote_device(self._session, self.spec, "cpu" if kind in ("llvm", "c") else kind)
+        return remote_device(self._session, self.spec, _device_kind(target_kind(target)))
 
     def load(self, built: Any) -> Any:
         """``built``'s module on the server (exported, uploaded and loaded once per session)."""
