@@ -145,7 +145,8 @@ def _cores(result: TuneResult) -> int:
 def result_text(result: TuneResult) -> str:
     """The summary a result prints: latencies, % of peak, why it stopped, where the work dir is."""
     speedup = f"{result.speedup:.2f}x" if result.speedup else "-"
-    stopped = _STOPPED.get(result.stop_reason, result.stop_reason)
+    reason = result.stop_reason or ("interrupted" if result.interrupted else "")
+    stopped = _STOPPED.get(reason, reason)
     header = f"TuneResult ({result.kind}, {result.n_records} records" + (
         f", {stopped})" if stopped else ")"
     )
@@ -153,8 +154,9 @@ def result_text(result: TuneResult) -> str:
         header,
         f"  tuned    {_best(result.best_latency_s, result.best_gflops, result.peak_fraction)}",
         f"  untuned  {_latency(result.baseline_latency_s)}   speed-up {speedup}",
-        f"  trials   {result.trials_new} new in {_duration(result.elapsed_s)}"
-        + (f", {result.resumed_from} from earlier runs" if result.resumed_from else ""),
+        f"  trials   {result.trials_new} new"
+        + (f", {result.resumed_from} from earlier runs" if result.resumed_from else "")
+        + (f" ({_duration(result.elapsed_s)})" if result.elapsed_s else ""),
     ]
     spaces = sorted(set(result.spaces.values()))
     if spaces:

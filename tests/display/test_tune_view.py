@@ -37,3 +37,27 @@ def test_a_result_summary_reads_latencies_speed_up_and_where_the_records_are():
     assert "work dir /work/dir" in text and "measured on RPC devices 127.0.0.1:9190:local" in text
     bundle = result_bundle(result)
     assert bundle["text/plain"] == text and "TuneResult" in bundle["text/html"]
+
+
+def test_a_time_budgeted_progress_line_gives_the_share_of_peak_and_the_time_left():
+    import dataclasses
+
+    event = dataclasses.replace(
+        EVENT, trials_total=None, time_budget_s=600.0, eta_s=525.0, peak_fraction=0.42
+    )
+    line = progress_text(event)
+    assert line.startswith("[main] 16 trials, best 1.500 ms (12.5 GFLOP/s, 42% of peak)")
+    assert "elapsed 1m15s of 10m00s" in line and "left at most 8m45s" in line
+    assert "width: 12%" in progress_bundle(event)["text/html"]  # the bar follows the time
+
+
+def test_a_result_says_why_it_stopped_its_space_and_its_share_of_peak():
+    result = TuneResult(
+        workload=None, mod=None, trace=None, best_latency_s=1e-3, baseline_latency_s=4e-3,
+        target=None, work_dir="/work/dir", n_records=300, trials_new=300, flop=2 * 128**3,
+        stop_reason="converged", spaces={"main": "matmul"}, peak_gflops=10.0, elapsed_s=200.0,
+    )  # fmt: skip
+    text = result_text(result)
+    assert text.splitlines()[0] == "TuneResult (tir, 300 records, search converged)"
+    assert "(4.2 GFLOP/s, 42% of peak)" in text and "space    matmul" in text
+    assert "300 new (3m20s)" in text

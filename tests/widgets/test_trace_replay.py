@@ -80,6 +80,8 @@ def test_editing_a_decision_from_the_front_end_replays_and_retimes(book_shell):
     _send(w, type="retime")
     assert len(w.history) == 1 and w.history[0]["correct"] is True
     assert w.history[0]["latency_ms"] > 0 and w.history[0]["decisions"] == "#3: [8, 16]"
+    # the row's share of this machine's fp32 peak, and the row on its roofline
+    assert w.history[0]["peak_pct"] > 0 and 'aria-label="roofline chart"' in w.roofline_html
     _send(w, type="pick", row=0)
     bound = book_shell.user_ns["best_mm"]
     assert bound.decisions == {2: [8, 16]} and bound.latency_s == w.session.history[0].latency_s
