@@ -118,34 +118,10 @@ def test_an_elementwise_epilogue_is_fused_into_the_write_back(target):
     assert "T.max(Y_local" in sch.mod.script()  # ReLU applied as the accumulators are stored
 
 
-BOOK_MM_RELU = """
-from tvm.script import tir as T
-
-@T.prim_func
-def mm_relu(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
-            C: T.Buffer((128, 128), "float32")):
-    T.func_attr({"global_symbol": "mm_relu", "tir.noalias": True})
-    Y = T.alloc_buffer((128, 128), dtype="float32")
-    for i, j, k in T.grid(128, 128, 128):
-        with T.block("Y"):
-            vi = T.axis.spatial(128, i)
-            vj = T.axis.spatial(128, j)
-            vk = T.axis.reduce(128, k)
-            with T.init():
-                Y[vi, vj] = T.float32(0)
-            Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
-    for i, j in T.grid(128, 128):
-        with T.block("C"):
-            vi = T.axis.spatial(128, i)
-            vj = T.axis.spatial(128, j)
-            C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
-"""
-
-
 def test_the_books_mm_relu_in_its_own_spelling_is_matmul_like(target):
-    from mlc_jupyter import parse_tir
+    from build_support import mm_relu as book_mm_relu
 
-    assert is_matmul_like(_module(parse_tir(BOOK_MM_RELU)), target)
+    assert is_matmul_like(_module(book_mm_relu()["mm_relu"]), target)
 
 
 def test_transposed_weights_and_batches_are_matmul_like(target):
