@@ -13,7 +13,8 @@ from typing import Any
 
 from ..compilation import build_module
 from ..compilation.source import generated_source
-from ..measure.timer import DEFAULT_MIN_REPEAT_MS, time_module
+from ..measure.race import time_module
+from ..measure.timer import DEFAULT_MIN_REPEAT_MS
 from ..results import Built
 
 

@@ -78,6 +78,9 @@ class CourseMode:
         if issubclass(etype, SyntaxError):
             shell.showsyntaxerror()
             return None
+        if issubclass(etype, UsageError):  # a magic's usage message: IPython's one line
+            shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+            return None
         cell = self._cell_of(tb)
         located = locate_failure(value, *cell) if cell is not None else None
         if located is not None:

@@ -136,7 +136,9 @@ def test_an_unknown_function_name_lists_the_functions(lib):
 
 def test_a_missing_extern_symbol_is_refused_before_the_kernel_crashes():
     built = build_module(parse(MISSING_EXTERN))
-    with pytest.raises(BuildError, match=r"extern symbol.s. mlc_no_such_symbol are not defined"):
+    with pytest.raises(
+        BuildError, match=r"mlc_no_such_symbol \(called at cell line 6\) are not defined"
+    ):
         built.calls_missing(np.ones(4, "float32"), np.ones(4, "float32"))
 
 

@@ -147,3 +147,12 @@ def test_errors_raised_inside_tvm_in_plain_cells_keep_the_cell_line(shell):
     assert "line 3, column 1" in captured.stdout and "nope" in captured.stdout
     assert isinstance(CellRaised("x", raised="ScheduleError", line=1), Exception)
     assert np.isfinite(1.0)
+
+
+def test_a_magics_usage_error_stays_one_line_in_course_mode(shell):
+    result, captured = _run(shell, "%mlc_time NoSuchModule\n")
+    assert type(result.error_in_exec).__name__ == "UsageError"
+    assert (captured.stdout + captured.stderr).strip() == (
+        "UsageError: %mlc_time: cannot find 'NoSuchModule' in the notebook: "
+        "name 'NoSuchModule' is not defined"
+    )
