@@ -62,6 +62,24 @@ class TuneProgress:
 
 
 @dataclass(frozen=True)
+class ModelTask:
+    """One kernel of a whole-model tune: how much of the model it is and what tuning did.
+
+    ``share`` is its part of the model's latency under the default build; ``before_s`` /
+    ``after_s`` its default and tuned kernel per call, timed in turns; ``kept`` says which
+    one the tuned model uses (``"tuned"`` or ``"default"``).
+    """
+
+    name: str
+    calls: int
+    share: float
+    trials: int
+    before_s: float | None
+    after_s: float | None
+    kept: str
+
+
+@dataclass(frozen=True)
 class TuneResult:
     """What ``tune()`` / ``%mlc_tune`` returns: the tuned module and how it got there.
 
@@ -102,6 +120,11 @@ class TuneResult:
     peak_gflops: float | None = None
     bytes: float | None = None
     time_budget_s: float | None = None
+    #: for a whole model (``kind="model"``): each kernel's share, trials, latency before/after
+    model_tasks: tuple[ModelTask, ...] = ()
+    notes: tuple[str, ...] = ()
+    #: the imported model it came from (its PyTorch original is ``%mlc_time``'s reference)
+    origin: Any = field(default=None, compare=False, repr=False)
 
     @property
     def peak_fraction(self) -> float | None:

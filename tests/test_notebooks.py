@@ -264,3 +264,10 @@ def test_frameworks_notebook_imports_resnet_and_an_encoder_and_races_them_agains
     for model in ("resnet_relax_lib", "encoder_relax"):
         assert f"where the time of {model} goes" in plain
     assert "<svg" in "".join(_outputs(nb, "text/html"))
+    # whole models tuned kernel by kernel, each with a table; section 4.6 as one option
+    assert plain.count("TuneResult (model,") == 3
+    assert "kernel" in plain and "kept" in plain
+    _checked(_table_with(nb, "mlp_relax_tuned"), "mlp_relax_tuned")
+    _checked(_table_with(nb, "resnet_relax_tuned"), "resnet_relax_tuned")
+    _checked(_table_with(nb, "MyModuleWithParams2_lib"), "MyModuleWithParams2_lib")
+    assert "MyModuleWithParams2 prediction:" in _streams(nb)  # the cell checks both agree

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..tvm_compat import (
@@ -64,6 +64,10 @@ class Prepared:
     mod: Any
     scheduled: tuple[str, ...] = ()
     unscheduled: tuple[str, ...] = ()
+    #: the module legalised and fused, before any kernel got a schedule
+    fused: Any = None
+    #: each scheduled CPU kernel's trace (replays on its unscheduled kernel; seeds a tuning run)
+    traces: dict[str, Any] = field(default_factory=dict)
 
     def notes(self) -> tuple[str, ...]:
         """One line on the kernels' schedules, for the build's summary."""
@@ -158,21 +162,26 @@ def _prepare(mod: Any, target: Any, on_progress: Progress | None) -> Prepared:
     if on_progress is not None:
         on_progress("legalising and fusing operators", 0, 0)
     fused = legalize_and_fuse(mod, target)
+    out = fused.clone()
     kernels = new_kernels(mod, fused)
     gpu = "gpu" in list(target.keys)
-    scheduled, unscheduled = [], []
+    scheduled, unscheduled, traces = [], [], {}
     for index, (gv, func) in enumerate(kernels):
         if on_progress is not None:
             on_progress("scheduling kernels", index, len(kernels))
-        new = gpu_schedule(func, target) if gpu else cpu_schedule(func, target)
-        if new is None:
+        found = (gpu_schedule(func, target), None) if gpu else _cpu_schedule(func, target)
+        if found is None or found[0] is None:
             unscheduled.append(gv.name_hint)
             continue
-        fused.update_func(gv, new.with_attr("global_symbol", gv.name_hint))
+        out.update_func(
+            out.get_global_var(gv.name_hint), found[0].with_attr("global_symbol", gv.name_hint)
+        )
         scheduled.append(gv.name_hint)
+        if found[1] is not None:
+            traces[gv.name_hint] = found[1]
     if on_progress is not None and kernels:
         on_progress("scheduling kernels", len(kernels), len(kernels))
-    return Prepared(fused, tuple(scheduled), tuple(unscheduled))
+    return Prepared(out, tuple(scheduled), tuple(unscheduled), fused, traces)
 
 
 def gpu_schedule(func: Any, target: Any) -> Any | None:
@@ -208,6 +217,12 @@ def cpu_schedule(func: Any, target: Any) -> Any | None:
     Returns the scheduled PrimFunc, or ``None`` when MetaSchedule cannot schedule it (dynamic
     shapes, a post-processor that refuses the result).
     """
+    found = _cpu_schedule(func, target)
+    return found[0] if found is not None else None
+
+
+def _cpu_schedule(func: Any, target: Any) -> tuple[Any, Any] | None:
+    """The scheduled kernel of :func:`cpu_schedule` and its trace (post-processing included)."""
     ms = metaschedule()
     load_tensor_intrinsics(str(target.kind.name))
     target = _with_cores(target)
@@ -237,12 +252,13 @@ def cpu_schedule(func: Any, target: Any) -> Any | None:
         decisions = _decisions(trace, vector_bits(target) // _dtype_bits(func), _cores(target))
         sch = Schedule(task)
         trace.apply_to_schedule(sch, remove_postproc=True, decision_provider=decisions)
+        sch.enter_postproc()  # as MetaSchedule marks it: a replay of the trace drops what follows
         for postproc in context.space_generator.postprocs:
             if not postproc.apply(sch):
                 return None
     except Exception:  # noqa: BLE001 - a kernel MetaSchedule cannot schedule keeps TVM's loops
         return None
-    return sch.mod["main"].with_attr(SCHEDULED, True)
+    return sch.mod["main"].with_attr(SCHEDULED, True), sch.trace
 
 
 def _dtype_bits(func: Any) -> int:

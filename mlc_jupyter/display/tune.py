@@ -142,6 +142,38 @@ def _cores(result: TuneResult) -> int:
     return int(attrs["num-cores"]) if "num-cores" in attrs else 1
 
 
+_TASK_HEAD = ("kernel", "calls", "share", "trials", "default", "tuned", "kept")
+
+
+def model_task_rows(result: TuneResult) -> list[tuple[str, ...]]:
+    """A whole-model tune's table: each kernel's share, trials, latency before and after."""
+    rows = [_TASK_HEAD]
+    for t in result.model_tasks:
+        rows.append(
+            (
+                t.name,
+                str(t.calls) if t.calls else "-",
+                f"{t.share:.1%}",
+                str(t.trials) if t.trials else "-",
+                _latency(t.before_s),
+                _latency(t.after_s),
+                t.kept,
+            )
+        )
+    return rows
+
+
+def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        )
+        for r in rows
+    ]
+
+
 def result_text(result: TuneResult) -> str:
     """The summary a result prints: latencies, % of peak, why it stopped, where the work dir is."""
     speedup = f"{result.speedup:.2f}x" if result.speedup else "-"
@@ -150,10 +182,11 @@ def result_text(result: TuneResult) -> str:
     header = f"TuneResult ({result.kind}, {result.n_records} records" + (
         f", {stopped})" if stopped else ")"
     )
+    untuned = "default " if result.kind == "model" else "untuned "
     lines = [
         header,
         f"  tuned    {_best(result.best_latency_s, result.best_gflops, result.peak_fraction)}",
-        f"  untuned  {_latency(result.baseline_latency_s)}   speed-up {speedup}",
+        f"  {untuned} {_latency(result.baseline_latency_s)}   speed-up {speedup}",
         f"  trials   {result.trials_new} new"
         + (f", {result.resumed_from} from earlier runs" if result.resumed_from else "")
         + (f" ({_duration(result.elapsed_s)})" if result.elapsed_s else ""),
@@ -169,6 +202,9 @@ def result_text(result: TuneResult) -> str:
         )
     if result.rpc:
         lines.append(f"  measured on RPC devices {result.rpc}")
+    if result.model_tasks:
+        lines += ["  " + line for line in _aligned(model_task_rows(result))]
+    lines += [f"  note: {note}" for note in result.notes]
     limits = cached_machine_limits() if result.peak_gflops else None
     points = _roofline_points(result)
     if limits is not None and points:

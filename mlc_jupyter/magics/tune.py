@@ -27,6 +27,13 @@ class _Progress:
         self.last = 0.0
         self.started = False
 
+    def task_started(self, index: int, total: int, task: Any) -> None:
+        """A whole model's next kernel: say which, and give it a progress display of its own."""
+        if self.quiet:
+            return
+        print(f"[{index + 1}/{total}] {task.name}: {task.share:.1%} of the model", flush=True)
+        self.handle, self.curves, self.started = None, {}, True
+
     def __call__(self, event: Any) -> None:
         if self.quiet:
             return
@@ -88,6 +95,11 @@ class TuneMagics(Magics):
         "metaschedule, matmul, or the name of a schedule function",
     )
     @argument("--rpc", default=None, help="HOST:PORT:KEY of a TVM RPC tracker, or 'env'")
+    @argument(
+        "--func",
+        default=None,
+        help="of a Relax model, tune only this kernel and put it back (the book's section 4.6)",
+    )
     @argument("--as", dest="name", default=None, help="bind the result here (default MOD_tuned)")
     @argument("--quiet", action="store_true", help="no progress output")
     @line_magic
@@ -95,7 +107,9 @@ class TuneMagics(Magics):
         """Tune MOD with MetaSchedule; bind a TuneResult (tuned module, trace, speed-up).
 
         Without ``--trials`` it tunes until ``--time`` (default 10 minutes) is up or the search
-        has converged. Records live in a JSON database in the work dir: running the same tune
+        has converged. A Relax model (or an imported one) is tuned kernel by kernel, the budget
+        split by each kernel's share of the model's latency; the result's table shows each
+        kernel before and after. Records live in a JSON database in the work dir: running the same tune
         again resumes (measured trials are not measured again), ``--fresh`` starts over, Ctrl-C
         stops after the batch in flight and keeps the best so far.
         """
@@ -121,6 +135,8 @@ class TuneMagics(Magics):
             space=space,
             rpc=args.rpc,
             on_progress=progress,
+            func=args.func,
+            on_task=progress.task_started,
         )
         name = args.name or f"{args.mod.split('.')[-1]}_tuned"
         self.shell.user_ns[name] = result

@@ -45,7 +45,7 @@ from .run_state import Shared
 from .runner import InProcessRunner
 from .selection import Best, best_schedules
 from .spaces import Spaces, choose_spaces
-from .tasks import Tasks, apply_relax, assemble_tir, collect_tasks
+from .tasks import Tasks, assemble_tir, collect_tasks, is_relax_model
 from .threads import target_cores, unpin_this_thread
 from .timing import final_timing, time_remote
 
@@ -105,6 +105,9 @@ def tune(
     space: Any = "default",
     rpc: str | None = None,
     on_progress: Callable[[TuneProgress], None] | None = None,
+    baseline: bool = True,
+    func: str | None = None,
+    on_task: Callable[..., None] | None = None,
 ) -> TuneResult:
     """Tune ``mod`` with MetaSchedule for ``trials`` measured candidates in all, for ``time``
     (``"10m"``, or seconds), or by default for at most :data:`~.budget.DEFAULT_TIME_S` or until
@@ -115,8 +118,21 @@ def tune(
     function. The work dir's JSON database is the truth: a second call with the same workload and
     work dir measures only the trials still missing (``fresh=True`` starts over). Ctrl-C, or a
     ``KeyboardInterrupt`` raised by ``on_progress``, ends the run after the batch in flight,
-    keeps every record and returns the best so far (``interrupted=True``).
+    keeps every record and returns the best so far (``interrupted=True``). ``baseline=False``
+    skips timing the untuned workload.
+
+    A Relax module (or an imported model) is tuned kernel by kernel, the budget split by each
+    kernel's share of the model's latency (:func:`.model.tune_model`; ``func`` tunes one of its
+    kernels, ``on_task`` hears when each starts).
     """
+    if is_relax_model(mod):
+        from .model import tune_model  # it tunes each kernel with this function
+
+        return tune_model(
+            mod, target, trials=trials, time=time, func=func, per_iter=per_iter,
+            work_dir=work_dir, fresh=fresh, seed=seed, space=space, rpc=rpc,
+            on_progress=on_progress, on_task=on_task,
+        )  # fmt: skip
     run = _prepare(mod, target, budget_for(trials, time), work_dir, fresh, space, rpc)
     unpin_this_thread()
     load_tensor_intrinsics(str(run.target.kind.name))
@@ -131,7 +147,7 @@ def tune(
     start = perf_counter()
     if run.remaining > 0:
         stop_reason = _search(run, shared, callback, per_iter, seed)
-    return _result(run, callback, shared, stop_reason, perf_counter() - start)
+    return _result(run, callback, shared, stop_reason, perf_counter() - start, baseline)
 
 
 def _prepare(
@@ -280,7 +296,9 @@ def _sigint_sets(stop: threading.Event) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _tuned_tir(run: _Run, best: Best) -> tuple[Any, float | None, float | None, Any, Any]:
+def _tuned_tir(
+    run: _Run, best: Best, with_baseline: bool = True
+) -> tuple[Any, float | None, float | None, Any, Any]:
     """The tuned TensorIR module, the untuned and tuned latencies, the tuned one's ``Timing``
     and the trace shown.
 
@@ -298,7 +316,7 @@ def _tuned_tir(run: _Run, best: Best) -> tuple[Any, float | None, float | None, 
             latency = best.measured_s.get(tasks.names[0])
         return tuned, baseline, latency, None, trace
     # None for what cannot be timed: a GPU workload without thread bindings builds as host code
-    baseline = final_timing(tasks.workload, run.target, name)
+    baseline = final_timing(tasks.workload, run.target, name) if with_baseline else None
     timing = final_timing(tuned, run.target, name)
     return tuned, _median(baseline), _median(timing), timing, trace
 
@@ -307,22 +325,13 @@ def _median(timing: Any) -> float | None:
     return timing.median_s if timing is not None else None
 
 
-def _tuned_relax(run: _Run, best: Best, shared: Shared) -> tuple[Any, Any, Any, Any, Any]:
-    """The tuned Relax module, its latencies and ``Timing``, the trace of its slowest kernel."""
-    tuned = apply_relax(run.tasks, run.database, run.target)
-    if run.rpc:
-        baseline, latency = time_remote(run.rpc, [run.tasks.workload, tuned], run.target)
-        timing = None
-    else:
-        baseline = _median(final_timing(run.tasks.workload, run.target, "main"))
-        timing = final_timing(tuned, run.target, "main")
-        latency = _median(timing)
-    slowest = max(best.traces, key=lambda n: shared.best.get(n, 0.0))
-    return tuned, baseline, latency, timing, best.traces[slowest]
-
-
 def _result(
-    run: _Run, callback: Any, shared: Shared, stop_reason: str, elapsed: float
+    run: _Run,
+    callback: Any,
+    shared: Shared,
+    stop_reason: str,
+    elapsed: float,
+    with_baseline: bool = True,
 ) -> TuneResult:
     """Pick the best schedules, time them against the untuned workload, build the result."""
     tasks = run.tasks
@@ -333,10 +342,7 @@ def _result(
             + (f" (first error: {shared.first_error})" if shared.first_error else ""),
             hint=f"the MetaSchedule log is in {run.log_path}",
         )
-    if tasks.kind == "tir":
-        tuned, baseline, latency, timing, trace = _tuned_tir(run, best)
-    else:
-        tuned, baseline, latency, timing, trace = _tuned_relax(run, best, shared)
+    tuned, baseline, latency, timing, trace = _tuned_tir(run, best, with_baseline)
     flop = None
     if tasks.kind == "tir" and len(tasks.mods) == 1:
         flop = estimate_flops(tasks.mods[0], "main")

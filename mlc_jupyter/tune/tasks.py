@@ -1,4 +1,4 @@
-"""Turn what the user gave (PrimFunc, TensorIR module, Relax module) into MetaSchedule tasks."""
+"""Turn what the user gave (a PrimFunc or a TensorIR module) into MetaSchedule tasks."""
 
 from __future__ import annotations
 
@@ -6,20 +6,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import TuneError
-from ..tvm_compat import IS_SCHEDULED_ATTR, NOALIAS_ATTR, PrimFunc, metaschedule, tvm
+from ..tvm_compat import NOALIAS_ATTR, PrimFunc, tvm
 
 
 @dataclass
 class Tasks:
     """The tasks of one tuning run and how to put the results back together."""
 
-    kind: str  # "tir" or "relax"
+    kind: str  # "tir" (a Relax module is tuned by .model.tune_model, kernel by kernel)
     workload: Any  # the IRModule that was tuned (PrimFuncs normalised, noalias added)
     names: list[str]  # task names, in task order
     mods: list[Any]  # one IRModule per task, its function named "main"
     weights: list[float]
-    func_names: list[str]  # for tir: the name of each task's function in ``workload``
-    prepared: Any = None  # for relax: the module legalised and fused into TIR kernels
+    func_names: list[str]  # the name of each task's function in ``workload``
 
 
 def _normalise_func(func: Any) -> Any:
@@ -40,8 +39,14 @@ def _has_relax(mod: Any) -> bool:
     return any(isinstance(f, _tvm.relax.Function) for _, f in mod.functions_items())
 
 
+def is_relax_model(obj: Any) -> bool:
+    """True for a Relax IRModule or an imported model (tuned by :func:`.model.tune_model`)."""
+    mod = getattr(obj, "mod", None) if not isinstance(obj, tvm().IRModule) else obj
+    return isinstance(mod, tvm().IRModule) and _has_relax(mod)
+
+
 def collect_tasks(mod: Any, target: Any) -> Tasks:
-    """Split ``mod`` into tuning tasks (one per PrimFunc, or per fused Relax kernel)."""
+    """Split ``mod`` into tuning tasks, one per PrimFunc."""
     _tvm = tvm()
     if isinstance(mod, _tvm.relax.Function):
         mod = _tvm.IRModule({"main": mod})
@@ -53,21 +58,7 @@ def collect_tasks(mod: Any, target: Any) -> Tasks:
             "or a Relax IRModule"
         )
     if _has_relax(mod):
-        ms = metaschedule()
-        prepared = _fuse(mod, target)
-        extracted = ms.relax_integration.extract_tasks(prepared, target)
-        extracted = [t for t in extracted if not t.mod.attrs.get(IS_SCHEDULED_ATTR, False)]
-        if not extracted:
-            raise TuneError("this Relax module has no kernels left to tune")
-        return Tasks(
-            kind="relax",
-            workload=mod,
-            names=[str(t.task_name) for t in extracted],
-            mods=[t.dispatched[0] for t in extracted],
-            weights=[float(t.weight) for t in extracted],
-            func_names=[],
-            prepared=prepared,
-        )
+        raise TuneError("a Relax module is tuned kernel by kernel: tune() hands it to tune_model()")
     names, mods, func_names = [], [], []
     functions = {}
     for gv, func in mod.functions_items():
@@ -98,26 +89,3 @@ def assemble_tir(tasks: Tasks, best_mods: dict[str, Any]) -> Any:
         func = best_mods.get(name, task_mod)["main"]
         funcs[name] = func.with_attr("global_symbol", name)
     return _tvm.IRModule(funcs)
-
-
-def _fuse(mod: Any, target: Any) -> Any:
-    """Legalise Relax operators into TIR and fuse them into the kernels that become tasks."""
-    _tvm = tvm()
-    relax = _tvm.relax
-    passes = [
-        relax.transform.LegalizeOps(),
-        relax.transform.AnnotateTIROpPattern(),
-        relax.transform.FoldConstant(),
-        relax.transform.FuseOps(),
-        relax.transform.FuseTIR(),
-    ]
-    with target, _tvm.transform.PassContext(opt_level=3):
-        return _tvm.transform.Sequential(passes)(mod)
-
-
-def apply_relax(tasks: Tasks, database: Any, target: Any) -> Any:
-    """The fused Relax module with each tuned kernel taken from the database (not yet lowered)."""
-    _tvm = tvm()
-    with target, database, _tvm.transform.PassContext(opt_level=3):
-        apply = _tvm.relax.transform.MetaScheduleApplyDatabase(enable_warning=False)
-        return apply(tasks.prepared)

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from conftest import run_cell
-
 from mlc_jupyter.display.models import profile_bundle
 from mlc_jupyter.errors import ModelImportError
 from mlc_jupyter.measure import profile_kernels
@@ -12,19 +10,19 @@ from mlc_jupyter.results import Built, ImportedModel
 
 
 def _setup(shell) -> None:
-    run_cell(shell, "import torch\nfrom model_support import mlp\nmodel = mlp()")
+    shell.run_cell("import torch\nfrom model_support import mlp\nmodel = mlp()")
 
 
 def test_mlc_import_binds_summarises_builds_and_races_pytorch(shell, capsys):
     _setup(shell)
-    assert run_cell(shell, "%mlc_import model --inputs 'torch.randn(1, 784)'").success
+    assert shell.run_cell("%mlc_import model --inputs 'torch.randn(1, 784)'").success
     imported = shell.user_ns["model_relax"]
     assert isinstance(imported, ImportedModel)
     out = capsys.readouterr().out
     assert "model_relax: Relax module of Sequential via torch.export" in out
     assert "operators: add x2, matmul x2, permute_dims x2, nn.relu x1" in out
     assert "kernels a build makes (2" in out and "def main(" in out
-    assert run_cell(shell, "%mlc_build model_relax").success
+    assert shell.run_cell("%mlc_build model_relax").success
     assert isinstance(shell.user_ns["model_relax_lib"], Built)
     assert "got default schedules" in capsys.readouterr().out
     report = shell.run_line_magic("mlc_time", "model_relax_lib --no-compile --repeat 2 -o")
@@ -34,8 +32,8 @@ def test_mlc_import_binds_summarises_builds_and_races_pytorch(shell, capsys):
 
 def test_breakdown_shows_where_the_time_goes_as_a_table_and_a_bar_chart(shell, capsys):
     _setup(shell)
-    run_cell(shell, "%mlc_import model --inputs 'torch.randn(1, 784)' --as m --quiet")
-    assert run_cell(shell, "%mlc_time m --no-compile --repeat 2 --breakdown").success
+    shell.run_cell("%mlc_import model --inputs 'torch.randn(1, 784)' --as m --quiet")
+    assert shell.run_cell("%mlc_time m --no-compile --repeat 2 --breakdown").success
     out = capsys.readouterr().out
     assert "where the time of m goes" in out and "sum of kernels" in out
     bundle = profile_bundle(profile_kernels(shell.user_ns["m"], runs=2))
@@ -43,9 +41,9 @@ def test_breakdown_shows_where_the_time_goes_as_a_table_and_a_bar_chart(shell, c
 
 
 def test_an_operator_tvm_lacks_is_one_short_error_naming_it(shell):
-    run_cell(shell, "import torch\nclass Odd(torch.nn.Module):\n"
+    shell.run_cell("import torch\nclass Odd(torch.nn.Module):\n"
                     "    def forward(self, x):\n        return torch.special.bessel_j0(x)\n")  # fmt: skip
-    result = run_cell(shell, "%mlc_import Odd() --inputs 'torch.randn(3)'")
+    result = shell.run_cell("%mlc_import Odd() --inputs 'torch.randn(3)'")
     err = result.error_in_exec
     assert isinstance(err, ModelImportError)
     lines = err._render_traceback_()
@@ -58,5 +56,5 @@ def test_an_operator_tvm_lacks_is_one_short_error_naming_it(shell):
 
 
 def test_mlc_import_names_a_missing_model_in_one_line(shell):
-    result = run_cell(shell, "%mlc_import nothing_here --inputs 1")
+    result = shell.run_cell("%mlc_import nothing_here --inputs 1")
     assert "cannot find the model 'nothing_here'" in str(result.error_in_exec)

@@ -92,11 +92,25 @@ def test_a_relax_mlp_tunes_end_to_end_and_matches_numpy(tmp_path):
             return y
 
     result = tune(MLP, trials=16, per_iter=8, work_dir=tmp_path)
-    assert result.kind == "relax" and len(result.task_workloads) >= 2
-    assert set(result.curves) <= set(result.task_workloads)
+    assert result.kind == "model" and len(result.model_tasks) >= 2
+    assert set(result.task_workloads) <= {row.name for row in result.model_tasks}
     assert result.baseline_latency_s and result.best_latency_s
     rng = np.random.default_rng(0)
     x, w0, w1 = (rng.random(s, dtype="float32") for s in [(1, 64), (32, 64), (10, 32)])
     vm = tvm.relax.VirtualMachine(tvm.compile(result.mod, target=result.target), tvm.cpu())
     y = vm["main"](*(tvm.runtime.tensor(a) for a in (x, w0, w1))).numpy()
     np.testing.assert_allclose(y, np.maximum(x @ w0.T, 0) @ w1.T, rtol=1e-4)
+
+
+def test_mlc_tune_on_an_imported_model_reports_each_kernel_and_a_table(shell, tmp_path, capsys):
+    shell.run_cell("import torch\nfrom model_support import mlp\nmodel = mlp()")
+    shell.run_line_magic("mlc_import", "model --inputs 'torch.randn(1, 784)' --quiet")
+    shell.run_line_magic("mlc_tune", f"model_relax --trials 16 --per-iter 8 --work-dir {tmp_path}")
+    out = capsys.readouterr().out
+    result = shell.user_ns["model_relax_tuned"]
+    assert result.kind == "model" and "bound model_relax_tuned" in out
+    assert "[1/2] " in out and "of the model" in out
+    assert "kernel" in out and "share" in out and "kept" in out  # the per-kernel table
+    report = shell.run_line_magic("mlc_time", "model_relax model_relax_tuned --no-compile -o")
+    assert report.names == ["model_relax", "model_relax_tuned", "model"]
+    assert all(t.correct for t in report.timings)
