@@ -110,7 +110,7 @@ def bench_timing(target: str, runs: int) -> None:
 
 
 def bench_gflops(target: str, sizes: list[int]) -> None:
-    from mlc_jupyter.measure import time_functions
+    from mlc_jupyter.measure import Sampling, time_functions
 
     print(
         f"{'n':>5} "
@@ -129,9 +129,9 @@ def bench_gflops(target: str, sizes: list[int]) -> None:
             variants,
             target,
             ref="A @ B",
-            repeat=3,
-            min_repeat_ms=0 if fast else 50,
-            number=1 if fast else None,
+            sampling=Sampling(
+                repeat=3, min_repeat_ms=0 if fast else 50, number=1 if fast else None
+            ),
         )
         cells = []
         for t in report.timings:

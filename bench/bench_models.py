@@ -100,7 +100,7 @@ def resnet18():
 def bench_model(name: str, args: argparse.Namespace, work_root: str) -> dict:
     """Import, build both ways, tune, then race every row in turns; the figures of one model."""
     from mlc_jupyter.compilation import build_module
-    from mlc_jupyter.measure import time_functions
+    from mlc_jupyter.measure import Sampling, time_functions
     from mlc_jupyter.models import import_model
     from mlc_jupyter.tune import tune
 
@@ -118,7 +118,9 @@ def bench_model(name: str, args: argparse.Namespace, work_root: str) -> dict:
     tuned = tune(imported, work_dir=os.path.join(work_root, name), fresh=True, **budget)
     tune_s = time.perf_counter() - start
     variants = {"eager": model, "tvm_as_built": raw, "tvm_default": default, "tvm_tuned": tuned}
-    report = time_functions(variants, repeat=args.rounds, torch_compile=not args.no_compile)
+    report = time_functions(
+        variants, sampling=Sampling(repeat=args.rounds), torch_compile=not args.no_compile
+    )
     return {
         "name": name,
         "import_s": import_s,

@@ -112,6 +112,12 @@ def _assert_checked_and_timed(table: dict[str, dict[str, str]], *variants: str) 
     assert "torch" in table
 
 
+def _bound(name: str, streams: str) -> bool:
+    """``%mlc_build`` said it bound ``name``: built now, or found in the disk cache (an earlier
+    test or run may have built the same module)."""
+    return re.search(rf"{name}: (built in|cached on disk, built before) ", streams) is not None
+
+
 def test_quickstart_notebook_writes_shows_builds_and_checks_mm_relu_in_a_real_kernel():
     nb = _execute("00_quickstart.ipynb")
     assert _errors(nb) == []
@@ -121,8 +127,7 @@ def test_quickstart_notebook_writes_shows_builds_and_checks_mm_relu_in_a_real_ke
     plain = "".join(_outputs(nb, "text/plain"))
     assert "def mm_relu" in plain  # the text fallback carries the module too
     streams = _streams(nb)
-    # %mlc_build says what it bound (built now, or found in the disk cache of an earlier run)
-    assert re.search(r"MyModule_lib: (built|cached on disk, built before) ", streams)
+    assert _bound("MyModule_lib", streams)
     assert "mm_relu matches NumPy" in streams
     table = _table_with(nb, "MyModule_lib")
     _assert_checked_and_timed(table, "MyModule_lib")
@@ -156,7 +161,7 @@ def test_relax_notebook_builds_runs_and_times_the_mlp_against_numpy_and_torch():
     assert _errors(nb) == []
     streams = _streams(nb)
     for name in ("MyModule", "MyModuleWithExternCall", "MyModuleMixture", "MyModuleWithParams"):
-        assert f"{name}_lib: built" in streams
+        assert _bound(f"{name}_lib", streams)
         assert f"{name} prediction:" in streams
     assert "functions: main(x: (1, 784) float32)" in streams  # BindParams left only the image
     libs = ("MyModule_lib", "MyModuleWithExternCall_lib", "MyModuleMixture_lib")
@@ -229,7 +234,7 @@ def test_graph_optimization_notebook_steps_the_books_passes_and_schedules_the_fu
     graphs = _cell_outputs(nb, "%mlc_graph MLPModel")
     assert "matmul(x, permute_dims)" in graphs[0]["data"]["text/plain"]
     streams = _streams(nb)
-    assert "MLPModelFinal prediction:" in streams and "MLPScheduled_lib: built" in streams
+    assert "MLPModelFinal prediction:" in streams and _bound("MLPScheduled_lib", streams)
     # the fused kernel, scheduled in place and put back, checked against NumPy and timed
     table = _table_with(nb, "MLPFused_lib", "MLPScheduled_lib")
     _assert_checked_and_timed(table, "MLPFused_lib", "MLPScheduled_lib")

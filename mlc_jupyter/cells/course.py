@@ -49,12 +49,7 @@ def translate_cell(text: str) -> Translation:
             translation.source, "<cell>", "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
         )
     except SyntaxError as err:
-        raise locate.error(
-            f"invalid syntax: {err.msg}",
-            err.lineno or 1,
-            err.offset or 1,
-            hint="fix the Python syntax on this line",
-        ) from None
+        raise locate.syntax_error(err) from None
     return translation
 
 

@@ -73,12 +73,7 @@ def parse_script(
         code = compile(translation.source, filename, "exec", dont_inherit=True)
         tree = ast.parse(translation.source, filename)
     except SyntaxError as err:
-        raise located.error(
-            f"invalid syntax: {err.msg}",
-            err.lineno or 1,
-            err.offset or 1,
-            hint="fix the Python syntax on this line",
-        ) from None
+        raise located.syntax_error(err) from None
 
     module = _cell_module(number, namespace)
     linecache.cache[filename] = (
@@ -181,6 +176,15 @@ class Locator:
             hint=hint,
             cell_name=self.cell_name,
             span=span,
+        )
+
+    def syntax_error(self, err: SyntaxError) -> CellError:
+        """Python's own syntax error, at the cell's line and column."""
+        return self.error(
+            f"invalid syntax: {err.msg}",
+            err.lineno or 1,
+            err.offset or 1,
+            hint="fix the Python syntax on this line",
         )
 
     def from_exception(

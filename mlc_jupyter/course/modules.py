@@ -14,7 +14,7 @@ from typing import Any
 from ..compilation import build_module
 from ..compilation.source import generated_source
 from ..measure.race import time_module
-from ..measure.timer import DEFAULT_MIN_REPEAT_MS
+from ..measure.timer import DEFAULT_MIN_REPEAT_MS, Sampling
 from ..results import Built
 
 
@@ -71,9 +71,11 @@ class CourseModule:
                 self.built,
                 func_name=func_name,
                 args=args or None,
-                number=number,
-                repeat=repeat or 5,
-                min_repeat_ms=DEFAULT_MIN_REPEAT_MS if min_repeat_ms is None else min_repeat_ms,
+                sampling=Sampling(
+                    repeat or 5,
+                    DEFAULT_MIN_REPEAT_MS if min_repeat_ms is None else min_repeat_ms,
+                    number,
+                ),
             )
             return benchmark_result(list(timing.results_s))
 

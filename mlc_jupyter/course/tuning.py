@@ -71,18 +71,20 @@ def tune_tir(
     **ignored: Any,
 ) -> TunedDatabase:
     """Tune a TensorIR module like the book's ``ms.tune_tir``; return its database."""
+    trials = min(max_trials_global, max_trials_per_task or max_trials_global)
+    return _tuned(mod, target, trials, num_trials_per_iter, work_dir, seed, _space(space))
+
+
+def _tuned(
+    mod: Any, target: Any, trials: int, per_iter: int, work_dir: Any, seed: Any, space: Any
+) -> TunedDatabase:
+    """Tune as the book's ``ms`` calls ask: ``trials`` in rounds of at most ``per_iter``."""
     from ..tune import tune
 
-    trials = min(max_trials_global, max_trials_per_task or max_trials_global)
     result = tune(
-        mod,
-        target,
-        trials=trials,
-        per_iter=min(num_trials_per_iter, trials),
-        work_dir=work_dir,
-        space=_space(space),
-        seed=seed,
-    )
+        mod, target, trials=trials, per_iter=min(per_iter, trials), work_dir=work_dir,
+        space=space, seed=seed,
+    )  # fmt: skip
     return TunedDatabase(result)
 
 
@@ -137,19 +139,9 @@ def tune_relax(
     **ignored: Any,
 ) -> TunedDatabase:
     """Tune every kernel of a Relax module like ``ms.relax_integration.tune_relax``."""
-    from ..tune import tune
-
     if params:
         mod = tvm().relax.transform.BindParams("main", params)(mod)
-    result = tune(
-        mod,
-        target,
-        trials=max_trials_global,
-        per_iter=min(num_trials_per_iter, max_trials_global),
-        work_dir=work_dir,
-        seed=seed,
-    )
-    return TunedDatabase(result)
+    return _tuned(mod, target, max_trials_global, num_trials_per_iter, work_dir, seed, "default")
 
 
 def _integration(name: str, **shims: Any) -> Any:

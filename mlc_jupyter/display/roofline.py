@@ -162,24 +162,25 @@ def roofline_svg(
     return "".join(parts)
 
 
+def _decades(lo: float, hi: float) -> list[float]:
+    """The powers of ten between ``lo`` and ``hi``: where a log axis gets its ticks."""
+    exponents = range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+    return [10.0**e for e in exponents if lo <= 10.0**e <= hi]
+
+
 def _ticks(x, y, x_lo, x_hi, y_lo, y_hi, left, top, plot_h) -> list[str]:
     """Decade ticks on both log axes."""
-    out = []
-    for exponent in range(math.floor(math.log10(x_lo)), math.ceil(math.log10(x_hi)) + 1):
-        value = 10.0**exponent
-        if x_lo <= value <= x_hi:
-            out.append(
-                f'<text x="{x(value):.1f}" y="{top + plot_h + 12}" text-anchor="middle" '
-                f'fill="{_FAINT}">{value:g}</text>'
-            )
-    for exponent in range(math.floor(math.log10(y_lo)), math.ceil(math.log10(y_hi)) + 1):
-        value = 10.0**exponent
-        if y_lo <= value <= y_hi:
-            out.append(
-                f'<text x="{left - 4}" y="{y(value) + 4:.1f}" text-anchor="end" '
-                f'fill="{_FAINT}">{value:g}</text>'
-            )
-    return out
+    below = [
+        f'<text x="{x(value):.1f}" y="{top + plot_h + 12}" text-anchor="middle" '
+        f'fill="{_FAINT}">{value:g}</text>'
+        for value in _decades(x_lo, x_hi)
+    ]
+    beside = [
+        f'<text x="{left - 4}" y="{y(value) + 4:.1f}" text-anchor="end" '
+        f'fill="{_FAINT}">{value:g}</text>'
+        for value in _decades(y_lo, y_hi)
+    ]
+    return below + beside
 
 
 def limits_text(limits: MachineLimits) -> str:

@@ -10,7 +10,7 @@ from IPython.display import display
 
 from ..display.models import profile_bundle
 from ..display.timing import register_formatters, report_bundle
-from ..measure import is_relax_model, profile_kernels, time_functions
+from ..measure import Sampling, is_relax_model, profile_kernels, time_functions
 from .lookup import lookup, unquote
 
 
@@ -67,9 +67,7 @@ class TimingMagics(Magics):
             func_name=args.func,
             args=inputs,
             ref=ref,
-            number=args.number,
-            repeat=args.repeat,
-            min_repeat_ms=args.min_repeat_ms,
+            sampling=Sampling(args.repeat, args.min_repeat_ms, args.number),
             namespace=ns,
             rpc=args.rpc,
             torch_compile=not args.no_compile,

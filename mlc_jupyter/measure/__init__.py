@@ -3,9 +3,10 @@
 from .compare import report_for, time_functions
 from .profile import is_relax_model, profile_kernels
 from .race import time_module
-from .timer import estimate_flops
+from .timer import Sampling, estimate_flops
 
 __all__ = [
+    "Sampling",
     "estimate_flops",
     "is_relax_model",
     "profile_kernels",

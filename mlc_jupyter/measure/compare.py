@@ -27,8 +27,9 @@ from .race import (
 )
 from .reference import expression_function, is_torch_module, reference_outputs
 from .timer import (
-    DEFAULT_MIN_REPEAT_MS,
+    DEFAULT_SAMPLING,
     NOISY_SPREAD,
+    Sampling,
     as_built,
     function_name_of,
     let_threads_settle,
@@ -44,9 +45,7 @@ def time_functions(
     args: Any = None,
     ref: Any = None,
     seed: int = 0,
-    number: int | None = None,
-    repeat: int = 5,
-    min_repeat_ms: float = DEFAULT_MIN_REPEAT_MS,
+    sampling: Sampling = DEFAULT_SAMPLING,
     namespace: dict[str, Any] | None = None,
     baselines: bool = True,
     torch_compile: bool = True,
@@ -57,7 +56,7 @@ def time_functions(
     When ``ref`` is a NumPy expression and ``baselines`` is true, NumPy and PyTorch rows are
     added; when the reference is a PyTorch model (given, or the one an imported model came
     from), rows for it eager and under ``torch.compile`` (unless ``torch_compile`` is false).
-    Speed-ups are against the first row. ``rpc`` (``HOST:PORT:KEY`` or ``"env"``; for a GPU
+    Speed-ups are against the first row; each row is sampled as ``sampling`` says. ``rpc`` (``HOST:PORT:KEY`` or ``"env"``; for a GPU
     this machine lacks, ``TVM_TRACKER_HOST/PORT/KEY`` when set) runs and times the TVM variants
     on an RPC server's device, in one session; NumPy and PyTorch rows, which could only run
     here, are left out then.
@@ -85,8 +84,8 @@ def time_functions(
         )
     with RemoteModules(spec) if spec else contextlib.nullcontext() as remote:
         timings, notes, sig = _race_variants(
-            variants, builts, models, remote, func_name, args, ref, seed, number, repeat,
-            min_repeat_ms, namespace, baselines, torch_compile,
+            variants, builts, models, remote, func_name, args, ref, seed, sampling, namespace,
+            baselines, torch_compile,
         )  # fmt: skip
     first = next(iter(builts.values()))
     flops = next((t.flops for t in timings if t.flops), None)
@@ -112,9 +111,7 @@ def _race_variants(
     args: Any,
     ref: Any,
     seed: int,
-    number: int | None,
-    repeat: int,
-    min_repeat_ms: float,
+    sampling: Sampling,
     namespace: dict[str, Any] | None,
     baselines: bool,
     torch_compile: bool,
@@ -156,7 +153,7 @@ def _race_variants(
             if remote is not None:
                 remote.device(builts[name].target)  # no device there: say so, not once per row
             contenders.append(
-                _tvm_row(builts[name], obj, name, sig, func_name, inputs, number, remote)
+                _tvm_row(builts[name], obj, name, sig, func_name, inputs, sampling.number, remote)
             )
     for name, model in models.items():
         if name not in variants:
@@ -166,7 +163,7 @@ def _race_variants(
     if is_torch_module(ref) and baselines and not models and remote is None:
         contenders += torch_contenders(ref, inputs, _label(ref, namespace), torch_compile)
     names = [p.name for p in sig.outputs] or ["result"]
-    timings, notes = race(contenders, expected, names, repeat=repeat, min_repeat_ms=min_repeat_ms)
+    timings, notes = race(contenders, expected, names, sampling)
     return timings, notes, sig
 
 

@@ -28,8 +28,9 @@ from ..errors import MLCError, RemoteError
 from ..results import Built, Timing
 from .reference import as_arrays, compare, reference_outputs, torch_inputs
 from .timer import (
-    DEFAULT_MIN_REPEAT_MS,
+    DEFAULT_SAMPLING,
     SETTLE_S,
+    Sampling,
     argument_bytes,
     as_built,
     estimate_flops,
@@ -194,9 +195,7 @@ def race(
     contenders: list[Contender],
     expected: list[Any] | None,
     output_names: list[str],
-    *,
-    repeat: int = 5,
-    min_repeat_ms: float = 50.0,
+    sampling: Sampling = DEFAULT_SAMPLING,
 ) -> tuple[list[Timing], list[str]]:
     """Check each contender against ``expected``, then time them all in turns.
 
@@ -216,7 +215,7 @@ def race(
             if problem:
                 rows.append(_failed(c, problem, False))
                 continue
-            sampler, calls = c.calibrate(min_repeat_ms / 1e3)
+            sampler, calls = c.calibrate(sampling.min_repeat_ms / 1e3)
         except RemoteError:
             raise
         except MLCError as err:
@@ -229,7 +228,7 @@ def race(
         samplers.append((index, sampler, calls))
     foreign = any(contenders[i].kind != "tvm" for i, _, _ in samplers)
     samples = samples_in_turns(
-        [s for _, s, _ in samplers], max(1, repeat), SETTLE_S if foreign else 0.0
+        [s for _, s, _ in samplers], max(1, sampling.repeat), SETTLE_S if foreign else 0.0
     )
     for (index, _, calls), taken in zip(samplers, samples, strict=True):
         c = contenders[index]
@@ -254,24 +253,21 @@ def time_module(
     mod_or_built: Any,
     target: Any = None,
     *,
+    name: str | None = None,
     func_name: str | None = None,
     args: Any = None,
     ref: Any = None,
-    seed: int = 0,
-    number: int | None = None,
-    repeat: int = 5,
-    min_repeat_ms: float = DEFAULT_MIN_REPEAT_MS,
-    name: str | None = None,
-    namespace: dict[str, Any] | None = None,
     expected: list[Any] | None = None,
+    seed: int = 0,
+    sampling: Sampling = DEFAULT_SAMPLING,
+    namespace: dict[str, Any] | None = None,
     remote: Any = None,
 ) -> Timing:
     """Build (cached), check against ``ref`` and time one function with ``time_evaluator``.
 
     ``ref`` is a NumPy expression over the parameter names, a callable, a PyTorch model, a
     module or arrays; a mismatch gives a ``Timing`` with ``correct=False`` and ``error`` set
-    instead of a time. ``repeat`` samples of at least ``min_repeat_ms`` each (calls per
-    sample calibrated once, unless ``number`` is given). ``remote`` (a
+    instead of a time, sampled as ``sampling`` says. ``remote`` (a
     :class:`~mlc_jupyter.compilation.remote.RemoteModules`) runs and times the function on an
     RPC server's device instead of this machine's.
     """
@@ -280,10 +276,10 @@ def time_module(
     built = as_built(mod_or_built, target)
     sig = prepare(built, function_name_of(mod_or_built, func_name), local=remote is None)
     inputs = model_inputs(built, sig, args, seed)
-    contender = tvm_contender(built, sig.name, inputs, name or sig.name, number, remote)
+    contender = tvm_contender(built, sig.name, inputs, name or sig.name, sampling.number, remote)
     if expected is None:
         expected = reference_outputs(ref, inputs[: len(sig.inputs)], sig, built.target, namespace)
         let_threads_settle(after=ref)
     names = [p.name for p in sig.outputs] or ["result"]
-    rows, _ = race([contender], expected, names, repeat=repeat, min_repeat_ms=min_repeat_ms)
+    rows, _ = race([contender], expected, names, sampling)
     return rows[0]

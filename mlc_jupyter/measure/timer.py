@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import statistics
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from ..compilation import build_module, wait_for_saved_builds
@@ -13,6 +14,24 @@ from ..tvm_compat import IRModule, PrimFunc, estimate_tir_flops, param_buffers, 
 from .inputs import random_inputs
 
 DEFAULT_MIN_REPEAT_MS = 50.0
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How a latency is sampled: ``repeat`` samples of at least ``min_repeat_ms`` each.
+
+    ``number`` fixes the calls per sample; ``None`` calibrates it once, before the samples.
+    """
+
+    repeat: int = 5
+    min_repeat_ms: float = DEFAULT_MIN_REPEAT_MS
+    number: int | None = None
+
+
+#: The sampling ``%mlc_time`` uses unless told otherwise.
+DEFAULT_SAMPLING = Sampling()
+
+
 NOISY_SPREAD = 0.25
 #: NumPy's OpenBLAS threads (and PyTorch's OpenMP threads) keep spinning for a few tenths of a
 #: second after a call; a kernel timed meanwhile shares its cores with them (the figures are in

@@ -132,16 +132,16 @@ class ScheduleSession:
 
     def undo(self) -> bool:
         """Drop the last statement (and statements without a step, like ``b = ...``)."""
-        if not self.lines:
-            return False
-        self.redo_stack.append(self.lines.pop())
-        self.run = self._rerun()
-        return True
+        return self._move_last(self.lines, self.redo_stack)
 
     def redo(self) -> bool:
-        if not self.redo_stack:
+        return self._move_last(self.redo_stack, self.lines)
+
+    def _move_last(self, source: list[str], dest: list[str]) -> bool:
+        """Move the last statement of ``source`` to ``dest`` and replay; False when none."""
+        if not source:
             return False
-        self.lines.append(self.redo_stack.pop())
+        dest.append(source.pop())
         self.run = self._rerun()
         return True
 

@@ -126,12 +126,12 @@ def tune(
     kernels, ``on_task`` hears when each starts).
     """
     if is_relax_model(mod):
-        from .model import tune_model  # it tunes each kernel with this function
+        from .model import KernelSearch, tune_model  # it tunes each kernel with this function
 
+        search = KernelSearch(per_iter, seed, space, rpc, on_progress)
         return tune_model(
-            mod, target, trials=trials, time=time, func=func, per_iter=per_iter,
-            work_dir=work_dir, fresh=fresh, seed=seed, space=space, rpc=rpc,
-            on_progress=on_progress, on_task=on_task,
+            mod, target, budget_for(trials, time), search, func=func, work_dir=work_dir,
+            fresh=fresh, on_task=on_task,
         )  # fmt: skip
     run = _prepare(mod, target, budget_for(trials, time), work_dir, fresh, space, rpc)
     unpin_this_thread()

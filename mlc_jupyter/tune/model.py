@@ -36,7 +36,7 @@ from ..errors import MLCError, TuneError
 from ..measure import profile_kernels, time_functions
 from ..results import ImportedModel, ModelTask, TuneProgress, TuneResult
 from ..tvm_compat import IS_SCHEDULED_ATTR, PrimFunc, metaschedule, tvm
-from .budget import DEFAULT_TIME_S, budget_for
+from .budget import DEFAULT_TIME_S, Budget
 from .driver import tune
 from .options import tuning_target, work_dir_for
 from .records import create_database
@@ -79,33 +79,37 @@ class _Plan:
     profiled: bool = True
 
 
+@dataclass(frozen=True)
+class KernelSearch:
+    """How each kernel's search runs (the same for every task of a model); as in :func:`.tune`."""
+
+    per_iter: int | None = None
+    seed: int | None = None
+    space: Any = "default"
+    rpc: str | None = None
+    on_progress: Callable[[TuneProgress], None] | None = None
+
+
 def tune_model(
     model: Any,
-    target: Any = None,
+    target: Any,
+    budget: Budget,
+    search: KernelSearch,
     *,
-    trials: int | None = None,
-    time: str | float | None = None,
     func: str | None = None,
-    per_iter: int | None = None,
     work_dir: str | Path | None = None,
     fresh: bool = False,
-    seed: int | None = None,
-    space: Any = "default",
-    rpc: str | None = None,
-    on_progress: Callable[[TuneProgress], None] | None = None,
     on_task: TaskStart | None = None,
 ) -> TuneResult:
     """Tune every kernel of a Relax model (or ``func`` only) within one budget.
 
-    ``model`` is a Relax IRModule or an imported model. ``trials`` / ``time`` are the whole
-    model's budget (default: :data:`~.budget.DEFAULT_TIME_S`), split by latency share.
-    ``on_task(index, total, task)`` hears when each task starts; ``on_progress`` gets each task's
-    progress events. Returns a :class:`TuneResult` whose ``mod`` is the tuned model and whose
+    ``model`` is a Relax IRModule or an imported model. ``budget`` is the whole model's, split
+    by latency share. ``on_task(index, total, task)`` hears when each task starts;
+    ``search.on_progress`` gets each task's progress events. Returns a :class:`TuneResult` whose ``mod`` is the tuned model and whose
     ``model_tasks`` say, per kernel, its share, trials and latency before and after.
     """
     origin = model if isinstance(model, ImportedModel) else getattr(model, "origin", None)
     mod = getattr(model, "mod", model)
-    budget = budget_for(trials, time)
     target = tuning_target(target)
     work = Path(work_dir) if work_dir else work_dir_for(mod, target, "model", str(func or ""))
     if fresh and work.exists():
@@ -135,8 +139,7 @@ def tune_model(
             continue
         if on_task is not None:
             on_task(index, len(tuned_tasks), row)
-        result = _tune_task(task, target, task_trials, task_time, per_iter, work, seed, space,
-                            rpc, on_progress)  # fmt: skip
+        result = _tune_task(task, target, task_trials, task_time, work, search)
         new += result.trials_new
         records += result.n_records
         if trials_left is not None:
@@ -145,9 +148,9 @@ def tune_model(
         traces.append(result.trace)
         interrupted = result.interrupted
         stop_reason = result.stop_reason if result.stop_reason != "trials" else stop_reason
-        before, after = _compare(task, result.mod, target) if rpc is None else (None, None)
+        before, after = _compare(task, result.mod, target) if search.rpc is None else (None, None)
         keep = after is not None and before is not None and after < before * (1 - KEEP_MARGIN)
-        if keep or (rpc is not None and result.mod is not None):
+        if keep or (search.rpc is not None and result.mod is not None):
             chosen[task.name] = result.mod["main"]
         rows.append(
             ModelTask(
@@ -161,7 +164,7 @@ def tune_model(
         if t not in tuned_tasks
     ]
     tuned_mod = _assemble(plan.prepared, chosen)
-    baseline, latency, timing = _time_models(plan.prepared, tuned_mod, origin, target, rpc)
+    baseline, latency, timing = _time_models(plan.prepared, tuned_mod, origin, target, search.rpc)
     return TuneResult(
         workload=mod,
         mod=tuned_mod,
@@ -177,7 +180,7 @@ def tune_model(
         kind="model",
         elapsed_s=perf_counter() - start,
         task_workloads=workloads,
-        rpc=rpc,
+        rpc=search.rpc,
         stop_reason="interrupted" if interrupted else stop_reason,
         timing=timing,
         time_budget_s=budget.time_s,
@@ -294,20 +297,20 @@ def _task_budget(
 
 
 def _tune_task(
-    task: _Task, target: Any, trials: int | None, seconds: float | None, per_iter: Any,
-    work: Path, seed: Any, space: Any, rpc: Any, on_progress: Any,
+    task: _Task, target: Any, trials: int | None, seconds: float | None, work: Path,
+    search: KernelSearch,
 ) -> TuneResult:  # fmt: skip
     workload = tvm().IRModule({task.name: task.func})
     seeded = task.trace is not None and _seed_with_default(workload, task, target, work)
-    report = on_progress
+    on_progress = report = search.on_progress
     if seeded and on_progress is not None:  # the seed is no earlier run to resume from
 
         def report(event: TuneProgress) -> None:
             on_progress(dataclasses.replace(event, resumed_from=event.resumed_from - 1))
 
     return tune(
-        workload, target, trials=trials, time=seconds, per_iter=per_iter, work_dir=work,
-        seed=seed, space=space, rpc=rpc, on_progress=report, baseline=False,
+        workload, target, trials=trials, time=seconds, per_iter=search.per_iter, work_dir=work,
+        seed=search.seed, space=search.space, rpc=search.rpc, on_progress=report, baseline=False,
     )  # fmt: skip
 
 

@@ -64,9 +64,9 @@ class AddOne:
 
 
 def test_a_function_renamed_after_its_global_symbol_was_written_is_still_callable(shell):
-    from mlc_jupyter.measure import time_module
+    from mlc_jupyter.measure import Sampling, time_module
 
     shell.run_cell_magic("tir", "--quiet", RENAMED)
     built = build_module(shell.user_ns["AddOne"])
     np.testing.assert_array_equal(built.add_one(np.zeros(4, "float32")), 1)
-    assert time_module(built, repeat=1, min_repeat_ms=1).median_s > 0
+    assert time_module(built, sampling=Sampling(repeat=1, min_repeat_ms=1)).median_s > 0

@@ -10,11 +10,11 @@ from model_support import mlp
 
 from mlc_jupyter.compilation import build_module
 from mlc_jupyter.errors import TimingError
-from mlc_jupyter.measure import profile_kernels, time_functions
+from mlc_jupyter.measure import Sampling, profile_kernels, time_functions
 from mlc_jupyter.measure.turns import samples_in_turns
 from mlc_jupyter.models import import_model
 
-FAST = {"repeat": 2, "min_repeat_ms": 5}
+FAST = {"sampling": Sampling(repeat=2, min_repeat_ms=5)}
 
 
 class TwoHeads(torch.nn.Module):
