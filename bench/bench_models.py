@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 os.environ.setdefault("TVM_NUM_THREADS", str(os.cpu_count() or 1))
 
@@ -35,66 +37,17 @@ MODELS = ("mlp", "resnet18", "encoder")
 
 
 def build_model(name: str):
-    """The PyTorch model (eval mode, seeded random weights) and its example input."""
+    """The PyTorch model (eval mode, seeded random weights, as the tests build it) and its input."""
     import torch
-    from torch import nn
 
-    torch.manual_seed(0)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from model_support import encoder_layer, mlp, resnet18
+
     if name == "mlp":
-        model = nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
-        return model.eval(), torch.rand(1, 784)
+        return mlp(), torch.rand(1, 784)
     if name == "encoder":
-        model = nn.TransformerEncoderLayer(256, 4, batch_first=True)
-        return model.eval(), torch.randn(1, 128, 256)
-    return resnet18().eval(), torch.randn(1, 3, 224, 224)
-
-
-def resnet18():
-    """ResNet-18 in plain PyTorch, torchvision's layout (random weights)."""
-    from torch import nn
-
-    class BasicBlock(nn.Module):
-        def __init__(self, cin: int, cout: int, stride: int) -> None:
-            super().__init__()
-            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-            self.bn1 = nn.BatchNorm2d(cout)
-            self.relu = nn.ReLU(inplace=True)
-            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-            self.bn2 = nn.BatchNorm2d(cout)
-            self.downsample = None
-            if stride != 1 or cin != cout:
-                self.downsample = nn.Sequential(
-                    nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
-                )
-
-        def forward(self, x):
-            identity = x if self.downsample is None else self.downsample(x)
-            out = self.relu(self.bn1(self.conv1(x)))
-            return self.relu(self.bn2(self.conv2(out)) + identity)
-
-    class ResNet18(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
-            self.bn1 = nn.BatchNorm2d(64)
-            self.relu = nn.ReLU(inplace=True)
-            self.maxpool = nn.MaxPool2d(3, 2, 1)
-            stages, cin = [], 64
-            for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
-                stages.append(
-                    nn.Sequential(BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1))
-                )
-                cin = cout
-            self.layer1, self.layer2, self.layer3, self.layer4 = stages
-            self.avgpool = nn.AdaptiveAvgPool2d(1)
-            self.fc = nn.Linear(512, 1000)
-
-        def forward(self, x):
-            x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
-            x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-            return self.fc(self.avgpool(x).flatten(1))
-
-    return ResNet18()
+        return encoder_layer(), torch.randn(1, 128, 256)
+    return resnet18(), torch.randn(1, 3, 224, 224)
 
 
 def bench_model(name: str, args: argparse.Namespace, work_root: str) -> dict:

@@ -11,6 +11,15 @@ from mlc_jupyter.tvm_compat import Schedule
 LISTINGS = Path(__file__).parent / "course" / "listings"
 COURSE_TARGET = "llvm -num-cores=2"
 
+# The book's chapter 2 steps on mm_relu (course spelling: get_block).
+MM_RELU_STEPS = """block_Y = sch.get_block("Y", func_name="mm_relu")
+i, j, k = sch.get_loops(block_Y)
+j0, j1 = sch.split(j, factors=[None, 4])
+sch.reorder(j0, k, j1)
+block_C = sch.get_block("C", "mm_relu")
+sch.reverse_compute_at(block_C, j0)
+block_Y_init = sch.decompose_reduction(block_Y, k)"""
+
 
 def listing(name: str, obj: str) -> Any:
     """Parse a book listing (course spelling) and return the object it defines."""

@@ -74,6 +74,17 @@ def resnet18() -> Any:
     return ResNet18().eval()
 
 
+def imported_resnet18() -> Any:
+    """ResNet-18 as a Relax IRModule (torch.export + from_exported_program), input 1x3x224x224."""
+    import torch
+    from tvm.relax.frontend.torch import from_exported_program
+
+    example = (torch.randn(1, 3, 224, 224),)
+    with torch.no_grad():
+        exported = torch.export.export(resnet18(), example)
+    return from_exported_program(exported, keep_params_as_input=False)
+
+
 def torch_seed(seed: int = 0) -> None:
     import torch
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..dialect import Translation, translate
 from ..errors import CellError, CellRaised, GoneError, MLCError, error_reason
-from .parse import LOCATION, Locator
+from .parse import LOCATION, Locator, dataflow_leak
 
 #: Files of the packages whose errors get the short message (their frames are not the user's).
 _TVM_PARTS = ("/tvm/", "/tvm_ffi/", "/mlc_jupyter/")
@@ -92,6 +92,11 @@ def locate_failure(err: BaseException, filename: str, translation: Translation) 
         hint, raised = course_hint(text), _raised_name(err, text)
         if raised == "NoGPUError":
             message = "no GPU is present: TVM has no CUDA device to run this on"
+    leak = dataflow_leak(text, translation.source)
+    if leak is not None:  # TVM places this one at the decorator: point at the use instead
+        line, column, span, hint = leak
+        message = message.removeprefix("error: ")
+        located = locate.error(message, line, column, span=span)
     return CellRaised(
         message,
         raised=raised,

@@ -206,9 +206,11 @@ class Locator:
             span = len(carets.group(0)) if carets else 1
             line, column = int(found.group("line")), int(found.group("col"))
             column, span = _narrow_to_name(message, self.translation, line, column, span)
-            return self.error(
-                _reason(message), line, column, hint=_hint_for(message, kind), span=span
-            )
+            hint = _hint_for(message, kind)
+            leak = dataflow_leak(message, self.translation.source, self.first_line)
+            if leak is not None:
+                line, column, span, hint = leak
+            return self.error(_reason(message), line, column, hint=hint, span=span)
         frame = _last_cell_frame(err, self.filename)
         message = f"{type(err).__name__}: {_reason(text)}" if text else type(err).__name__
         if frame is None:
@@ -239,6 +241,56 @@ def _narrow_to_name(
         if found and found.start() < column - 1 + span:
             return found.start() + 1, len(name.group(1))
     return column, span
+
+
+def dataflow_leak(
+    message: str, source: str, first_line: int = 1
+) -> tuple[int, int, int, str] | None:
+    """An "Undefined variable: x" whose ``x`` is bound inside a ``with R.dataflow()`` block but
+    not passed to its ``R.output``: the first use after the block, and what to do about it."""
+    name = re.search(r"Undefined variable: (\w+)", message)
+    try:
+        tree = ast.parse(source) if name else None
+    except SyntaxError:
+        return None
+    for block in ast.walk(tree) if tree else ():
+        if not (isinstance(block, ast.With) and any(_is_dataflow(i) for i in block.items)):
+            continue
+        inside = list(itertools.chain.from_iterable(ast.walk(s) for s in block.body))
+        bound = {n.id for n in inside if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        outputs = [c for c in inside if isinstance(c, ast.Call) and _attr_name(c.func) == "output"]
+        output_names = {a.id for c in outputs for a in c.args if isinstance(a, ast.Name)}
+        if name.group(1) not in bound or name.group(1) in output_names:
+            continue
+        after = sorted(
+            (n.lineno, n.col_offset)
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Name) and n.id == name.group(1) and isinstance(n.ctx, ast.Load)
+            and n.lineno > (block.end_lineno or block.lineno)
+        )  # fmt: skip
+        if after:
+            what = (
+                "list it in the block's R.output(...)"
+                if outputs
+                else f"end the block with R.output({name.group(1)})"
+            )
+            hint = (
+                f"{name.group(1)} is bound inside the dataflow block of line "
+                f"{block.lineno + first_line - 1}; only "
+                f"the names passed to R.output are visible after the block: {what}"
+            )
+            return after[0][0], after[0][1] + 1, len(name.group(1)), hint
+    return None
+
+
+def _is_dataflow(item: ast.withitem) -> bool:
+    return (
+        isinstance(item.context_expr, ast.Call) and _attr_name(item.context_expr.func) == "dataflow"
+    )
+
+
+def _attr_name(func: ast.expr) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
 #: How TVMScript's diagnostic for a module that is not well-formed starts.

@@ -11,6 +11,7 @@ This module imports TVM at import time; import it lazily.
 
 from __future__ import annotations
 
+import time
 import traceback
 from concurrent.futures import Future, wait
 from typing import Any
@@ -53,20 +54,24 @@ class Pending:
 
     def result(self) -> Any:
         """The compiled module (raises what compiling raised)."""
-        if self.future is None:
+        if self.future is None or self.future.cancelled():
             return build_candidate(self.mod, self.target)
         return self.future.result()
 
 
-def compile_all(modules: dict[str, Any], cores: int) -> None:
-    """Compile every pending candidate in ``modules`` on ``cores`` threads and wait for all."""
+def compile_all(modules: dict[str, Any], cores: int, deadline: float | None = None) -> None:
+    """Compile every pending candidate in ``modules`` on ``cores`` threads and wait for all,
+    or until ``deadline`` (``perf_counter()``): then the compiles not started are cancelled."""
     pending = [m for m in modules.values() if isinstance(m, Pending) and m.future is None]
     if not pending:
         return
     executor = compile_pool(cores)
     for item in pending:
         item.future = executor.submit(build_candidate, item.mod, item.target)
-    wait([item.future for item in pending])
+    timeout = None if deadline is None else max(0.0, deadline - time.perf_counter())
+    _, not_done = wait([item.future for item in pending], timeout=timeout)
+    for future in not_done:
+        future.cancel()
 
 
 @derived_object

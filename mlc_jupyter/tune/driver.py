@@ -137,6 +137,8 @@ def tune(
     unpin_this_thread()
     load_tensor_intrinsics(str(run.target.kind.name))
     shared = _shared_state(run.measured)
+    if run.budget.time_s is not None:
+        shared.deadline = perf_counter() + run.budget.time_s
     per_iter = per_iter or default_per_iter(run.remaining)
     callback = RecordAndReport(
         shared, run.database, run.budget, run.measured.count, on_progress, str(run.log_path),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -36,12 +37,20 @@ class Shared:
         self.best: dict[str, float] = {}
         self.stop = threading.Event()
         self.stop_reason = ""  # "time" or "converged" when the budget ended the run
+        self.deadline: float | None = None  # perf_counter() when a time budget runs out
         self.build_errors = 0
         self.run_errors = 0
         self.first_error = ""
         self.early_stopped = 0
         self.counter = itertools.count()
         self.tick: Callable[[str], None] | None = None
+
+    def out_of_time(self) -> bool:
+        """The time budget ran out and something was measured: the rest of a batch is skipped
+        (a round of slow-to-compile candidates would otherwise overrun the budget by minutes)."""
+        return (
+            self.deadline is not None and bool(self.best) and time.perf_counter() >= self.deadline
+        )
 
     def note_error(self, kind: str, message: str) -> None:
         """Count a failed build or run; keep the first one's reason for the summary."""

@@ -113,7 +113,7 @@ class InProcessRunner(ms.runner.PyRunner):
                 futures.append(_done(shared.known[int(path[len(KNOWN_PREFIX) :])], None))
                 continue
             rt_mod = shared.modules.pop(path, None)
-            if shared.stop.is_set():
+            if shared.stop.is_set() or shared.out_of_time():
                 futures.append(_done(None, INTERRUPTED))
                 continue
             if rt_mod is None:
@@ -149,5 +149,5 @@ class InProcessRunner(ms.runner.PyRunner):
                 # compiled now, on every core at once, and all of it before the next
                 # measurement, so that no compile runs beside a kernel being timed.
                 compiled_rest = True
-                compile_all(shared.modules, self.cores)
+                compile_all(shared.modules, self.cores, shared.deadline)
         return futures

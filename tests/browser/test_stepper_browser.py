@@ -8,19 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from build_support import MM_RELU_STEPS
 
 pytestmark = pytest.mark.browser
 
 LISTING = Path(__file__).resolve().parents[1] / "course" / "listings" / "ch2_mm_relu.py"
 
-STEPS = """%%mlc_schedule MyModule
-block_Y = sch.get_block("Y", func_name="mm_relu")
-i, j, k = sch.get_loops(block_Y)
-j0, j1 = sch.split(j, factors=[None, 4])
-sch.reorder(j0, k, j1)
-block_C = sch.get_block("C", "mm_relu")
-sch.reverse_compute_at(block_C, j0)
-block_Y_init = sch.decompose_reduction(block_Y, k)"""
+STEPS = "%%mlc_schedule MyModule\n" + MM_RELU_STEPS
 
 
 def test_a_user_runs_a_schedule_cell_and_steps_through_the_ir(lab):

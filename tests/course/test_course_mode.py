@@ -156,3 +156,16 @@ def test_a_magics_usage_error_stays_one_line_in_course_mode(shell):
         "UsageError: %mlc_time: cannot find 'NoSuchModule' in the notebook: "
         "name 'NoSuchModule' is not defined"
     )
+
+
+def test_a_dataflow_block_without_output_in_a_plain_cell_points_at_the_use(shell):
+    result, captured = _run(
+        shell,
+        "from tvm.script import relax as R\n\n@R.function\n"
+        'def main(x: R.Tensor((3, 4), "float32")):\n'
+        "    with R.dataflow():\n        gv = R.add(x, x)\n    return gv\n",
+    )
+    assert isinstance(result.error_in_exec, Exception)
+    assert "line 7, column 12: Undefined variable: gv" in captured.stdout
+    assert "dataflow block of line 5" in captured.stdout
+    assert "end the block with R.output(gv)" in captured.stdout

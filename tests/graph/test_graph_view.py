@@ -1,6 +1,6 @@
 """Dataflow graphs of Relax functions: operators as nodes, tensors as edges, fused functions as
 boxes or single nodes; SVG through Graphviz's dot, text without it; ``%mlc_graph``, ``%%relax
---graph`` and an imported ResNet-18."""
+--graph`` and an imported ResNet-18 (tests/model_support.py)."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def test_the_graph_magic_and_relax_cells_show_graphs(shell, mlp):
 @pytest.mark.slow
 def test_an_imported_resnet18_is_readable_once_fused_functions_collapse():
     pytest.importorskip("torch")
-    from resnet import imported_resnet18
+    from model_support import imported_resnet18
 
     from mlc_jupyter.passes import run_pass_cell
 

@@ -246,3 +246,24 @@ def test_relax_call_tir_with_a_bare_function_name_suggests_cls(shell):
     err, _ = _error(shell, cell)
     assert str(err).startswith("line 21, column 30: Undefined variable: relu0")
     assert "cls.f or ModuleName.f" in err.hint
+
+
+DATAFLOW_WITHOUT_OUTPUT = """%%relax
+from tvm.script import relax as R
+
+@I.ir_module
+class Model:
+    @R.function
+    def main(x: R.Tensor((3, 4), "float32")):
+        with R.dataflow():
+            lv0 = R.add(x, x)
+            gv = R.multiply(lv0, x)
+        return gv
+"""
+
+
+def test_a_dataflow_block_without_output_points_at_the_use_and_says_to_output_it(shell):
+    err, _ = _error(shell, DATAFLOW_WITHOUT_OUTPUT)
+    assert str(err).startswith("line 11, column 16: Undefined variable: gv")
+    assert "dataflow block of line 8" in err.hint and "R.output(gv)" in err.hint
+    assert "Model" not in shell.user_ns

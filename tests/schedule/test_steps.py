@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from build_support import MM_RELU_STEPS
 
 from mlc_jupyter import tvm_compat
 from mlc_jupyter.errors import ScheduleStepError
@@ -15,14 +16,6 @@ LISTINGS = Path(__file__).parents[1] / "course" / "listings"
 # The book's chapter 2 exercise module (course spelling).
 BMM_RELU = (Path(__file__).parents[1] / "course" / "listings" / "ch2_bmm_relu.py").read_text()
 
-# The book's chapter 2 steps on mm_relu (course spelling: get_block).
-MM_RELU_STEPS = """block_Y = sch.get_block("Y", func_name="mm_relu")
-i, j, k = sch.get_loops(block_Y)
-j0, j1 = sch.split(j, factors=[None, 4])
-sch.reorder(j0, k, j1)
-block_C = sch.get_block("C", "mm_relu")
-sch.reverse_compute_at(block_C, j0)
-block_Y_init = sch.decompose_reduction(block_Y, k)"""
 
 # The exercise, in the order that works in TVM 0.27 (parallel/unroll/vectorize before
 # decompose_reduction; see course_dialect.md).

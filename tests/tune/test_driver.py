@@ -244,3 +244,11 @@ def test_a_time_budget_ends_the_run_after_the_round_in_flight(tmp_path):
     assert result.stop_reason == "time" and not result.interrupted
     assert result.time_budget_s == 1.0 and result.n_records >= 1
     assert events[-1].trials_total is None and events[-1].time_budget_s == 1.0
+
+
+def test_a_time_budget_cuts_the_round_in_flight_instead_of_measuring_all_of_it(tmp_path):
+    from mlc_jupyter.tune import tune
+
+    result = tune(matmul(64), time="1s", per_iter=64, work_dir=tmp_path)
+    # the rest of the round is skipped, not saved: a resume measures it
+    assert result.stop_reason == "time" and 1 <= result.n_records < 64
