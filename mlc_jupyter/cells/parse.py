@@ -248,39 +248,41 @@ def dataflow_leak(
 ) -> tuple[int, int, int, str] | None:
     """An "Undefined variable: x" whose ``x`` is bound inside a ``with R.dataflow()`` block but
     not passed to its ``R.output``: the first use after the block, and what to do about it."""
-    name = re.search(r"Undefined variable: (\w+)", message)
+    found = re.search(r"Undefined variable: (\w+)", message)
     try:
-        tree = ast.parse(source) if name else None
+        tree = ast.parse(source) if found else None
     except SyntaxError:
         return None
-    for block in ast.walk(tree) if tree else ():
-        if not (isinstance(block, ast.With) and any(_is_dataflow(i) for i in block.items)):
-            continue
-        inside = list(itertools.chain.from_iterable(ast.walk(s) for s in block.body))
-        bound = {n.id for n in inside if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    name = found.group(1) if found else ""
+    for block in _dataflow_blocks(tree):
+        inside = [node for statement in block.body for node in ast.walk(statement)]
         outputs = [c for c in inside if isinstance(c, ast.Call) and _attr_name(c.func) == "output"]
-        output_names = {a.id for c in outputs for a in c.args if isinstance(a, ast.Name)}
-        if name.group(1) not in bound or name.group(1) in output_names:
-            continue
-        after = sorted(
+        bound = {n.id for n in inside if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        passed = {a.id for c in outputs for a in c.args if isinstance(a, ast.Name)}
+        uses = sorted(
             (n.lineno, n.col_offset)
             for n in ast.walk(tree)
-            if isinstance(n, ast.Name) and n.id == name.group(1) and isinstance(n.ctx, ast.Load)
+            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
             and n.lineno > (block.end_lineno or block.lineno)
         )  # fmt: skip
-        if after:
+        if name in bound and name not in passed and uses:
             what = (
                 "list it in the block's R.output(...)"
                 if outputs
-                else f"end the block with R.output({name.group(1)})"
+                else f"end the block with R.output({name})"
             )
             hint = (
-                f"{name.group(1)} is bound inside the dataflow block of line "
-                f"{block.lineno + first_line - 1}; only "
-                f"the names passed to R.output are visible after the block: {what}"
+                f"{name} is bound inside the dataflow block of line {block.lineno + first_line - 1}; "
+                f"only the names passed to R.output are visible after the block: {what}"
             )
-            return after[0][0], after[0][1] + 1, len(name.group(1)), hint
+            return uses[0][0], uses[0][1] + 1, len(name), hint
     return None
+
+
+def _dataflow_blocks(tree: ast.AST | None) -> list[ast.With]:
+    """The ``with R.dataflow():`` statements of ``tree`` (none without a tree)."""
+    nodes = ast.walk(tree) if tree is not None else ()
+    return [n for n in nodes if isinstance(n, ast.With) and any(_is_dataflow(i) for i in n.items)]
 
 
 def _is_dataflow(item: ast.withitem) -> bool:

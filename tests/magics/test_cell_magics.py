@@ -267,3 +267,13 @@ def test_a_dataflow_block_without_output_points_at_the_use_and_says_to_output_it
     assert str(err).startswith("line 11, column 16: Undefined variable: gv")
     assert "dataflow block of line 8" in err.hint and "R.output(gv)" in err.hint
     assert "Model" not in shell.user_ns
+
+
+def test_a_name_left_out_of_a_dataflow_blocks_output_is_told_to_join_it(shell):
+    cell = DATAFLOW_WITHOUT_OUTPUT.replace(
+        "            gv = R.multiply(lv0, x)\n",
+        "            gv = R.multiply(lv0, x)\n            R.output(lv0)\n",
+    )
+    err, _ = _error(shell, cell)
+    assert str(err).startswith("line 12, column 16: Undefined variable: gv")
+    assert "list it in the block's R.output(...)" in err.hint
