@@ -47,7 +47,7 @@ from .selection import Best, best_schedules
 from .spaces import Spaces, choose_spaces
 from .tasks import Tasks, assemble_tir, collect_tasks, is_relax_model
 from .threads import target_cores, unpin_this_thread
-from .timing import final_timing, time_remote
+from .timing import baseline_timing, final_timing, time_remote
 
 LOG_NAME = "tune.log"
 #: The most candidates a round measures (MetaSchedule's own default).
@@ -318,7 +318,7 @@ def _tuned_tir(
             latency = best.measured_s.get(tasks.names[0])
         return tuned, baseline, latency, None, trace
     # None for what cannot be timed: a GPU workload without thread bindings builds as host code
-    baseline = final_timing(tasks.workload, run.target, name) if with_baseline else None
+    baseline = baseline_timing(tasks.workload, run.target, name) if with_baseline else None
     timing = final_timing(tuned, run.target, name)
     return tuned, _median(baseline), _median(timing), timing, trace
 
