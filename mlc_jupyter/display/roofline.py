@@ -10,6 +10,7 @@ in a saved notebook); :func:`roofline_text` says the same in a few lines.
 from __future__ import annotations
 
 import html
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -47,7 +48,7 @@ def _ceilings(limits: MachineLimits, cores: int) -> tuple[float, float, list[tup
     for bits in sorted(widths, reverse=True):
         value = widths[bits]
         if value < 0.9 * peak and all(abs(value - v) > 0.1 * v for _, v in lower):
-            lower.append((f"{bits}-bit vectors", value))
+            lower.append((f"{bits}-bit", value))
     one_core = limits.peak(1)
     if cores > 1 and one_core and one_core < 0.9 * peak:
         near = [n for n, (_, v) in enumerate(lower) if abs(one_core - v) <= 0.1 * v]
@@ -113,6 +114,20 @@ def roofline_svg(
     ]
     parts += _ticks(x, y, x_lo, x_hi, y_lo, y_hi, left, top, plot_h)
     knee = min(ridge, x_hi)
+    frame = (left, top, left + plot_w, top + plot_h)
+    peak_label = f"peak {peak:.0f} GFLOP/s"
+    bandwidth_label = f"{bandwidth:.0f} GB/s"
+    bandwidth_at = (x(x_lo) + 4, y(max(bandwidth * x_lo, y_lo)) - 6)
+    taken = [
+        (x(p.intensity) - 5, y(p.gflops) - 5, x(p.intensity) + 5, y(p.gflops) + 5) for p in shown
+    ]
+    taken += _line_boxes(
+        (x(x_lo), y(max(bandwidth * x_lo, y_lo))), (x(knee), y(peak)), (x(x_hi), y(peak))
+    )
+    taken += [
+        _box(x(x_hi) - 4 - _text_width(peak_label), y(peak) - 4, peak_label),
+        _box(*bandwidth_at, bandwidth_label),
+    ]
     parts.extend(
         (
             f'<polyline fill="none" stroke="{_INK}" stroke-width="1.5" points="'
@@ -120,39 +135,44 @@ def roofline_svg(
             f'{x(x_hi):.1f},{y(peak):.1f}"><title>{bandwidth:.1f} GB/s and {peak:.0f} GFLOP/s'
             "</title></polyline>",
             f'<text x="{x(x_hi) - 4:.1f}" y="{y(peak) - 4:.1f}" text-anchor="end" fill="{_INK}">'
-            f"peak {peak:.0f} GFLOP/s</text>",
-            f'<text x="{x(x_lo) + 4:.1f}" y="{y(max(bandwidth * x_lo, y_lo)) - 6:.1f}" '
-            f'fill="{_INK}">{bandwidth:.0f} GB/s</text>',
+            f"{peak_label}</text>",
+            f'<text x="{bandwidth_at[0]:.1f}" y="{bandwidth_at[1]:.1f}" '
+            f'fill="{_INK}">{bandwidth_label}</text>',
         )
     )
-    for label, value in lower:
-        start = value / bandwidth
-        if x_lo < start < x_hi and y_lo < value < y_hi:
-            parts.append(
-                f'<line x1="{x(start):.1f}" y1="{y(value):.1f}" x2="{x(x_hi):.1f}" '
-                f'y2="{y(value):.1f}" stroke="{_FAINT}" stroke-dasharray="4 3"/>'
-                f'<text x="{x(start) + 4:.1f}" y="{y(value) + 11:.1f}" '
-                f'fill="{_FAINT}">{html.escape(label)} {value:.0f}</text>'
-            )
-    labels: list[tuple[float, float]] = []
+    dots: list[str] = []  # each kernel's label is placed before the ceilings' labels
     for point in sorted(shown, key=lambda p: -p.gflops):
         colour = _COLOURS.get(point.kind, _COLOURS["tvm"])
         share = point.gflops / peak
         radius = 2.5 if point.kind == "candidate" else 4
-        parts.append(
-            f'<circle cx="{x(point.intensity):.1f}" cy="{y(point.gflops):.1f}" r="{radius}" '
+        dot_x, dot_y = x(point.intensity), y(point.gflops)
+        dots.append(
+            f'<circle cx="{dot_x:.1f}" cy="{dot_y:.1f}" r="{radius}" '
             f'fill="{colour}"><title>{html.escape(point.name)}: {point.gflops:.1f} GFLOP/s, '
             f"{share:.0%} of peak, {point.intensity:.1f} flop/byte</title></circle>"
         )
         if point.kind != "candidate":
-            label_x, label_y = x(point.intensity) + 6, y(point.gflops) + 4
-            while any(abs(label_x - lx) < 60 and abs(label_y - ly) < 11 for lx, ly in labels):
-                label_y += 11  # below a label it would cover
-            labels.append((label_x, label_y))
-            parts.append(
-                f'<text x="{label_x:.1f}" y="{label_y:.1f}" '
-                f'fill="{colour}">{html.escape(point.name)} {share:.0%}</text>'
+            text = f"{point.name} {share:.0%}"
+            at = _claim_spot(_beside(dot_x, dot_y, text), text, taken, frame)
+            dots.append(
+                f'<text x="{at[0]:.1f}" y="{at[1]:.1f}" fill="{colour}">{html.escape(text)}</text>'
             )
+    for label, value in lower:
+        start = value / bandwidth
+        if x_lo < start < x_hi and y_lo < value < y_hi:
+            text = f"{label} {value:.0f}"
+            line_end = x(x_hi) - 4 - _text_width(text)
+            along = [x(start) + 4 + (line_end - x(start) - 4) * i / 8 for i in range(9)]
+            spots = [(at, y(value) + 11) for at in along] + [(at, y(value) - 3) for at in along]
+            at = _claim_spot(spots, text, taken, frame)
+            parts.append(
+                f'<line x1="{x(start):.1f}" y1="{y(value):.1f}" x2="{x(x_hi):.1f}" '
+                f'y2="{y(value):.1f}" stroke="{_FAINT}" stroke-dasharray="4 3"><title>fp32 peak '
+                f"with {html.escape(label.replace('-bit', '-bit vectors'))}: {value:.0f} GFLOP/s"
+                "</title></line>"
+                f'<text x="{at[0]:.1f}" y="{at[1]:.1f}" fill="{_FAINT}">{html.escape(text)}</text>'
+            )
+    parts += dots
     parts.append(
         f'<text x="{left + plot_w / 2:.1f}" y="{height - 4}" text-anchor="middle" '
         f'fill="{_INK}">arithmetic intensity (flop/byte of arguments)</text>'
@@ -160,6 +180,60 @@ def roofline_svg(
         f'transform="rotate(-90 12 {top + plot_h / 2:.1f})">GFLOP/s</text></svg>'
     )
     return "".join(parts)
+
+
+_CHAR_WIDTH = 6.7  # an 11px monospace glyph's advance, for keeping labels apart
+_LINE = 12
+
+
+def _text_width(text: str) -> float:
+    return _CHAR_WIDTH * len(text)
+
+
+def _box(x: float, baseline: float, text: str) -> tuple[float, float, float, float]:
+    """The rectangle a left-anchored label covers: left, top, right, bottom."""
+    return (x, baseline - _LINE + 2, x + _text_width(text), baseline + 2)
+
+
+def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+    """The area two rectangles share (0 when apart)."""
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
+def _line_boxes(*corners: tuple[float, float]) -> list[tuple[float, float, float, float]]:
+    """Thin rectangles along a polyline, so that labels keep off the roof."""
+    boxes = []
+    for (x0, y0), (x1, y1) in itertools.pairwise(corners):
+        steps = max(1, math.ceil(abs(x1 - x0) / 4))
+        for i in range(steps + 1):
+            px, py = x0 + (x1 - x0) * i / steps, y0 + (y1 - y0) * i / steps
+            boxes.append((px - 2, py - 1, px + 2, py + 1))
+    return boxes
+
+
+def _beside(dot_x: float, dot_y: float, text: str) -> list[tuple[float, float]]:
+    """Where a point's label may go, best first: right of its dot, a line lower or higher, then
+    left of the dot."""
+    spots = []
+    for step in (0, 1, -1, 2, -2, 3, -3):
+        baseline = dot_y + 4 + step * _LINE
+        spots += [(dot_x + 6, baseline), (dot_x - 6 - _text_width(text), baseline)]
+    return spots
+
+
+def _claim_spot(spots, text, taken, frame) -> tuple[float, float]:
+    """The first spot where ``text`` stays inside the plot and covers no dot or label already
+    drawn, else the inside spot covering least; its rectangle joins ``taken``."""
+
+    def covered(spot: tuple[float, float]) -> float:
+        box = _box(*spot, text)
+        inside = box[0] >= frame[0] and box[1] >= frame[1] and box[2] <= frame[2]
+        outside = 0.0 if inside and box[3] <= frame[3] else math.inf
+        return outside + sum(_overlap(box, other) for other in taken)
+
+    chosen = min(spots, key=lambda spot: (covered(spot), spots.index(spot)))
+    taken.append(_box(*chosen, text))
+    return chosen
 
 
 def _decades(lo: float, hi: float) -> list[float]:

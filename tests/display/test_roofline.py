@@ -46,7 +46,7 @@ def test_the_chart_draws_both_ceilings_the_lower_ones_and_a_dot_per_kernel():
     svg = roofline_svg([RooflinePoint("tuned", 170.0, 204.0, "tuned")], LIMITS, 2)
     assert svg.startswith("<svg") and 'aria-label="roofline chart"' in svg
     assert "peak 240 GFLOP/s" in svg and "24 GB/s" in svg
-    assert "128-bit vectors or 1 core 120" in svg  # a lower compute ceiling, labelled once
+    assert "128-bit or 1 core 120" in svg  # a lower compute ceiling, labelled once
     assert svg.count("<circle") == 1 and "tuned 85%" in svg
 
 
