@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
-# The book's chapter 4 module and stochastic schedule, in the course's own spelling.
-BOOK_MODULE = """
+
+def book_matmul(n: int = 128) -> str:
+    """The book's chapter 4 ``MyModule``, an ``n``-cubed matmul, in the course's own spelling."""
+    return f"""
 @tvm.script.ir_module
 class MyModule:
     @T.prim_func
     def main(
-        A: T.Buffer((128, 128), "float32"),
-        B: T.Buffer((128, 128), "float32"),
-        C: T.Buffer((128, 128), "float32"),
+        A: T.Buffer(({n}, {n}), "float32"),
+        B: T.Buffer(({n}, {n}), "float32"),
+        C: T.Buffer(({n}, {n}), "float32"),
     ):
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
-        for i, j, k in T.grid(128, 128, 128):
+        T.func_attr({{"global_symbol": "main", "tir.noalias": True}})
+        for i, j, k in T.grid({n}, {n}, {n}):
             with T.block("C"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                 with T.init():
                     C[vi, vj] = 0.0
                 C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
 """
+
+
+BOOK_MODULE = book_matmul()
 
 
 def stochastic_schedule_mm(sch):

@@ -9,24 +9,13 @@ from __future__ import annotations
 
 import pytest
 from lab_support import open_notebook, run_all_cells, screenshot
+from trace_support import book_matmul
 
 pytestmark = pytest.mark.browser
 
 CELLS = [
     "%load_ext mlc_jupyter",
-    """%%tir --quiet
-@tvm.script.ir_module
-class MyModule:
-    @T.prim_func
-    def main(A: T.Buffer((256, 256), "float32"), B: T.Buffer((256, 256), "float32"),
-             C: T.Buffer((256, 256), "float32")):
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
-        for i, j, k in T.grid(256, 256, 256):
-            with T.block("C"):
-                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-                with T.init():
-                    C[vi, vj] = 0.0
-                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]""",
+    "%%tir --quiet" + book_matmul(256),
     "%mlc_tune MyModule --trials 32 --fresh",
     '%mlc_time MyModule MyModule_tuned --ref "A @ B"',
 ]

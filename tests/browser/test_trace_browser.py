@@ -8,24 +8,13 @@ from __future__ import annotations
 
 import pytest
 from lab_support import open_notebook, run_all_cells, screenshot
+from trace_support import book_matmul
 
 pytestmark = pytest.mark.browser
 
 CELLS = [
     "%load_ext mlc_jupyter",
-    """%%tir
-@tvm.script.ir_module
-class MyModule:
-    @T.prim_func
-    def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
-             C: T.Buffer((128, 128), "float32")):
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
-        for i, j, k in T.grid(128, 128, 128):
-            with T.block("C"):
-                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-                with T.init():
-                    C[vi, vj] = 0.0
-                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]""",
+    "%%tir" + book_matmul(),
     """import tvm
 sch = tvm.s_tir.Schedule(MyModule, seed=7)
 b = sch.get_sblock("C", "main")
