@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..results import MachineLimits
 
@@ -80,6 +80,41 @@ def roofline_text(points: list[RooflinePoint], limits: MachineLimits, cores: int
     return "\n".join(lines)
 
 
+@dataclass
+class _Canvas:
+    """The chart's log-log axes in pixels, and the rectangles already drawn on (for labels)."""
+
+    x_lo: float
+    x_hi: float
+    y_lo: float
+    y_hi: float
+    frame: tuple[float, float, float, float]  # the plot's left, top, right, bottom
+    taken: list[tuple[float, float, float, float]] = field(default_factory=list)
+
+    def x(self, value: float) -> float:
+        left, _, right, _ = self.frame
+        return left + (right - left) * math.log(value / self.x_lo) / math.log(self.x_hi / self.x_lo)
+
+    def y(self, value: float) -> float:
+        _, top, _, bottom = self.frame
+        share = math.log(value / self.y_lo) / math.log(self.y_hi / self.y_lo)
+        return top + (bottom - top) * (1 - share)
+
+    def claim(self, spots: list[tuple[float, float]], text: str) -> tuple[float, float]:
+        """The first spot where ``text`` stays inside the plot and covers nothing drawn, else the
+        inside spot covering least; its rectangle is then taken."""
+
+        def covered(spot: tuple[float, float]) -> float:
+            box = _box(*spot, text)
+            left, top, right, bottom = self.frame
+            inside = box[0] >= left and box[1] >= top and box[2] <= right and box[3] <= bottom
+            return (0.0 if inside else math.inf) + sum(_overlap(box, o) for o in self.taken)
+
+        chosen = min(spots, key=lambda spot: (covered(spot), spots.index(spot)))
+        self.taken.append(_box(*chosen, text))
+        return chosen
+
+
 def roofline_svg(
     points: list[RooflinePoint],
     limits: MachineLimits,
@@ -92,87 +127,25 @@ def roofline_svg(
     shown = [p for p in points if p.intensity > 0 and p.gflops > 0]
     if not peak or not bandwidth:
         return ""
-    ridge = peak / bandwidth
-    xs = [p.intensity for p in shown] + [ridge]
+    xs = [p.intensity for p in shown] + [peak / bandwidth]
     ys = [p.gflops for p in shown] + [peak]
     x_lo, x_hi = min(xs) / 4, max(xs) * 4
-    y_lo, y_hi = min(min(ys), bandwidth * x_lo) / 2, peak * 2
-    left, right, top, bottom = 52, 12, 10, 34
-    plot_w, plot_h = width - left - right, height - top - bottom
-
-    def x(value: float) -> float:
-        return left + plot_w * math.log(value / x_lo) / math.log(x_hi / x_lo)
-
-    def y(value: float) -> float:
-        return top + plot_h * (1 - math.log(value / y_lo) / math.log(y_hi / y_lo))
-
+    y_lo = min(min(ys), bandwidth * x_lo) / 2
+    left, top, plot_w, plot_h = 52, 10, width - 64, height - 44
+    canvas = _Canvas(x_lo, x_hi, y_lo, peak * 2, (left, top, left + plot_w, top + plot_h))
+    for p in shown:
+        dot_x, dot_y = canvas.x(p.intensity), canvas.y(p.gflops)
+        canvas.taken.append((dot_x - 5, dot_y - 5, dot_x + 5, dot_y + 5))
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'role="img" aria-label="roofline chart" style="{_FONT}">',
         f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" '
         f'stroke="{_FAINT}" stroke-width="0.5"/>',
+        *_ticks(canvas),
+        *_roof(canvas, peak, bandwidth),
     ]
-    parts += _ticks(x, y, x_lo, x_hi, y_lo, y_hi, left, top, plot_h)
-    knee = min(ridge, x_hi)
-    frame = (left, top, left + plot_w, top + plot_h)
-    peak_label = f"peak {peak:.0f} GFLOP/s"
-    bandwidth_label = f"{bandwidth:.0f} GB/s"
-    bandwidth_at = (x(x_lo) + 4, y(max(bandwidth * x_lo, y_lo)) - 6)
-    taken = [
-        (x(p.intensity) - 5, y(p.gflops) - 5, x(p.intensity) + 5, y(p.gflops) + 5) for p in shown
-    ]
-    taken += _line_boxes(
-        (x(x_lo), y(max(bandwidth * x_lo, y_lo))), (x(knee), y(peak)), (x(x_hi), y(peak))
-    )
-    taken += [
-        _box(x(x_hi) - 4 - _text_width(peak_label), y(peak) - 4, peak_label),
-        _box(*bandwidth_at, bandwidth_label),
-    ]
-    parts.extend(
-        (
-            f'<polyline fill="none" stroke="{_INK}" stroke-width="1.5" points="'
-            f"{x(x_lo):.1f},{y(max(bandwidth * x_lo, y_lo)):.1f} {x(knee):.1f},{y(peak):.1f} "
-            f'{x(x_hi):.1f},{y(peak):.1f}"><title>{bandwidth:.1f} GB/s and {peak:.0f} GFLOP/s'
-            "</title></polyline>",
-            f'<text x="{x(x_hi) - 4:.1f}" y="{y(peak) - 4:.1f}" text-anchor="end" fill="{_INK}">'
-            f"{peak_label}</text>",
-            f'<text x="{bandwidth_at[0]:.1f}" y="{bandwidth_at[1]:.1f}" '
-            f'fill="{_INK}">{bandwidth_label}</text>',
-        )
-    )
-    dots: list[str] = []  # each kernel's label is placed before the ceilings' labels
-    for point in sorted(shown, key=lambda p: -p.gflops):
-        colour = _COLOURS.get(point.kind, _COLOURS["tvm"])
-        share = point.gflops / peak
-        radius = 2.5 if point.kind == "candidate" else 4
-        dot_x, dot_y = x(point.intensity), y(point.gflops)
-        dots.append(
-            f'<circle cx="{dot_x:.1f}" cy="{dot_y:.1f}" r="{radius}" '
-            f'fill="{colour}"><title>{html.escape(point.name)}: {point.gflops:.1f} GFLOP/s, '
-            f"{share:.0%} of peak, {point.intensity:.1f} flop/byte</title></circle>"
-        )
-        if point.kind != "candidate":
-            text = f"{point.name} {share:.0%}"
-            at = _claim_spot(_beside(dot_x, dot_y, text), text, taken, frame)
-            dots.append(
-                f'<text x="{at[0]:.1f}" y="{at[1]:.1f}" fill="{colour}">{html.escape(text)}</text>'
-            )
-    for label, value in lower:
-        start = value / bandwidth
-        if x_lo < start < x_hi and y_lo < value < y_hi:
-            text = f"{label} {value:.0f}"
-            line_end = x(x_hi) - 4 - _text_width(text)
-            along = [x(start) + 4 + (line_end - x(start) - 4) * i / 8 for i in range(9)]
-            spots = [(at, y(value) + 11) for at in along] + [(at, y(value) - 3) for at in along]
-            at = _claim_spot(spots, text, taken, frame)
-            parts.append(
-                f'<line x1="{x(start):.1f}" y1="{y(value):.1f}" x2="{x(x_hi):.1f}" '
-                f'y2="{y(value):.1f}" stroke="{_FAINT}" stroke-dasharray="4 3"><title>fp32 peak '
-                f"with {html.escape(label.replace('-bit', '-bit vectors'))}: {value:.0f} GFLOP/s"
-                "</title></line>"
-                f'<text x="{at[0]:.1f}" y="{at[1]:.1f}" fill="{_FAINT}">{html.escape(text)}</text>'
-            )
-    parts += dots
+    dots = _dots(canvas, shown, peak)  # before the lower ceilings: kernels' labels matter more
+    parts += _lower_ceilings(canvas, lower, bandwidth) + dots
     parts.append(
         f'<text x="{left + plot_w / 2:.1f}" y="{height - 4}" text-anchor="middle" '
         f'fill="{_INK}">arithmetic intensity (flop/byte of arguments)</text>'
@@ -180,6 +153,73 @@ def roofline_svg(
         f'transform="rotate(-90 12 {top + plot_h / 2:.1f})">GFLOP/s</text></svg>'
     )
     return "".join(parts)
+
+
+def _roof(canvas: _Canvas, peak: float, bandwidth: float) -> list[str]:
+    """The bandwidth slope and the peak, with their labels (which labels then keep off)."""
+    x, y = canvas.x, canvas.y
+    corners = [
+        (x(canvas.x_lo), y(max(bandwidth * canvas.x_lo, canvas.y_lo))),
+        (x(min(peak / bandwidth, canvas.x_hi)), y(peak)),
+        (x(canvas.x_hi), y(peak)),
+    ]
+    peak_label, bandwidth_label = f"peak {peak:.0f} GFLOP/s", f"{bandwidth:.0f} GB/s"
+    peak_at = (corners[2][0] - 4 - _text_width(peak_label), corners[2][1] - 4)
+    bandwidth_at = (corners[0][0] + 4, corners[0][1] - 6)
+    canvas.taken += _line_boxes(*corners)
+    canvas.taken += [_box(*peak_at, peak_label), _box(*bandwidth_at, bandwidth_label)]
+    return [
+        f'<polyline fill="none" stroke="{_INK}" stroke-width="1.5" points="'
+        + " ".join(f"{cx:.1f},{cy:.1f}" for cx, cy in corners)
+        + f'"><title>{bandwidth:.1f} GB/s and {peak:.0f} GFLOP/s</title></polyline>',
+        f'<text x="{corners[2][0] - 4:.1f}" y="{peak_at[1]:.1f}" text-anchor="end" '
+        f'fill="{_INK}">{peak_label}</text>',
+        f'<text x="{bandwidth_at[0]:.1f}" y="{bandwidth_at[1]:.1f}" '
+        f'fill="{_INK}">{bandwidth_label}</text>',
+    ]
+
+
+def _dots(canvas: _Canvas, shown: list[RooflinePoint], peak: float) -> list[str]:
+    """A dot per kernel, and a label with its share of the peak beside each but the candidates."""
+    parts = []
+    for point in sorted(shown, key=lambda p: -p.gflops):
+        colour = _COLOURS.get(point.kind, _COLOURS["tvm"])
+        share = point.gflops / peak
+        radius = 2.5 if point.kind == "candidate" else 4
+        dot_x, dot_y = canvas.x(point.intensity), canvas.y(point.gflops)
+        parts.append(
+            f'<circle cx="{dot_x:.1f}" cy="{dot_y:.1f}" r="{radius}" '
+            f'fill="{colour}"><title>{html.escape(point.name)}: {point.gflops:.1f} GFLOP/s, '
+            f"{share:.0%} of peak, {point.intensity:.1f} flop/byte</title></circle>"
+        )
+        if point.kind != "candidate":
+            text = f"{point.name} {share:.0%}"
+            at = canvas.claim(_beside(dot_x, dot_y, text), text)
+            parts.append(
+                f'<text x="{at[0]:.1f}" y="{at[1]:.1f}" fill="{colour}">{html.escape(text)}</text>'
+            )
+    return parts
+
+
+def _lower_ceilings(canvas: _Canvas, lower: list[tuple[str, float]], bandwidth: float) -> list[str]:
+    """A dashed line per lower compute ceiling, from the slope to the right edge, labelled."""
+    parts = []
+    for label, value in lower:
+        start = value / bandwidth
+        if not (canvas.x_lo < start < canvas.x_hi and canvas.y_lo < value < canvas.y_hi):
+            continue
+        text = f"{label} {value:.0f}"
+        x0, x1, level = canvas.x(start), canvas.x(canvas.x_hi), canvas.y(value)
+        along = [x0 + 4 + (x1 - 8 - _text_width(text) - x0) * i / 8 for i in range(9)]
+        at = canvas.claim([(a, level + 11) for a in along] + [(a, level - 3) for a in along], text)
+        wording = html.escape(label.replace("-bit", "-bit vectors"))
+        parts.append(
+            f'<line x1="{x0:.1f}" y1="{level:.1f}" x2="{x1:.1f}" y2="{level:.1f}" '
+            f'stroke="{_FAINT}" stroke-dasharray="4 3"><title>fp32 peak with {wording}: '
+            f"{value:.0f} GFLOP/s</title></line>"
+            f'<text x="{at[0]:.1f}" y="{at[1]:.1f}" fill="{_FAINT}">{html.escape(text)}</text>'
+        )
+    return parts
 
 
 _CHAR_WIDTH = 6.7  # an 11px monospace glyph's advance, for keeping labels apart
@@ -221,38 +261,24 @@ def _beside(dot_x: float, dot_y: float, text: str) -> list[tuple[float, float]]:
     return spots
 
 
-def _claim_spot(spots, text, taken, frame) -> tuple[float, float]:
-    """The first spot where ``text`` stays inside the plot and covers no dot or label already
-    drawn, else the inside spot covering least; its rectangle joins ``taken``."""
-
-    def covered(spot: tuple[float, float]) -> float:
-        box = _box(*spot, text)
-        inside = box[0] >= frame[0] and box[1] >= frame[1] and box[2] <= frame[2]
-        outside = 0.0 if inside and box[3] <= frame[3] else math.inf
-        return outside + sum(_overlap(box, other) for other in taken)
-
-    chosen = min(spots, key=lambda spot: (covered(spot), spots.index(spot)))
-    taken.append(_box(*chosen, text))
-    return chosen
-
-
 def _decades(lo: float, hi: float) -> list[float]:
     """The powers of ten between ``lo`` and ``hi``: where a log axis gets its ticks."""
     exponents = range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
     return [10.0**e for e in exponents if lo <= 10.0**e <= hi]
 
 
-def _ticks(x, y, x_lo, x_hi, y_lo, y_hi, left, top, plot_h) -> list[str]:
+def _ticks(canvas: _Canvas) -> list[str]:
     """Decade ticks on both log axes."""
+    left, _, _, bottom = canvas.frame
     below = [
-        f'<text x="{x(value):.1f}" y="{top + plot_h + 12}" text-anchor="middle" '
+        f'<text x="{canvas.x(value):.1f}" y="{bottom + 12}" text-anchor="middle" '
         f'fill="{_FAINT}">{value:g}</text>'
-        for value in _decades(x_lo, x_hi)
+        for value in _decades(canvas.x_lo, canvas.x_hi)
     ]
     beside = [
-        f'<text x="{left - 4}" y="{y(value) + 4:.1f}" text-anchor="end" '
+        f'<text x="{left - 4}" y="{canvas.y(value) + 4:.1f}" text-anchor="end" '
         f'fill="{_FAINT}">{value:g}</text>'
-        for value in _decades(y_lo, y_hi)
+        for value in _decades(canvas.y_lo, canvas.y_hi)
     ]
     return below + beside
 
