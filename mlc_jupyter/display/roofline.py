@@ -144,8 +144,11 @@ def roofline_svg(
         *_ticks(canvas),
         *_roof(canvas, peak, bandwidth),
     ]
-    dots = _dots(canvas, shown, peak)  # before the lower ceilings: kernels' labels matter more
-    parts += _lower_ceilings(canvas, lower, bandwidth) + dots
+    ceilings = _lower_lines(canvas, lower, bandwidth)
+    for _, _, x0, x1, level in ceilings:  # labels keep off the dashed lines too
+        canvas.taken += _line_boxes((x0, level), (x1, level))
+    dots = _dots(canvas, shown, peak)  # before the ceilings' labels: kernels' labels matter more
+    parts += _lower_ceilings(canvas, ceilings) + dots
     parts.append(
         f'<text x="{left + plot_w / 2:.1f}" y="{height - 4}" text-anchor="middle" '
         f'fill="{_INK}">arithmetic intensity (flop/byte of arguments)</text>'
@@ -201,15 +204,26 @@ def _dots(canvas: _Canvas, shown: list[RooflinePoint], peak: float) -> list[str]
     return parts
 
 
-def _lower_ceilings(canvas: _Canvas, lower: list[tuple[str, float]], bandwidth: float) -> list[str]:
-    """A dashed line per lower compute ceiling, from the slope to the right edge, labelled."""
-    parts = []
+def _lower_lines(
+    canvas: _Canvas, lower: list[tuple[str, float]], bandwidth: float
+) -> list[tuple[str, float, float, float, float]]:
+    """The lower compute ceilings inside the plot: label, GFLOP/s, and the dashed line's pixels
+    (from the slope to the right edge, at its height)."""
+    lines = []
     for label, value in lower:
         start = value / bandwidth
-        if not (canvas.x_lo < start < canvas.x_hi and canvas.y_lo < value < canvas.y_hi):
-            continue
+        if canvas.x_lo < start < canvas.x_hi and canvas.y_lo < value < canvas.y_hi:
+            lines.append((label, value, canvas.x(start), canvas.x(canvas.x_hi), canvas.y(value)))
+    return lines
+
+
+def _lower_ceilings(
+    canvas: _Canvas, lines: list[tuple[str, float, float, float, float]]
+) -> list[str]:
+    """A dashed line per lower compute ceiling, labelled just above or below it."""
+    parts = []
+    for label, value, x0, x1, level in lines:
         text = f"{label} {value:.0f}"
-        x0, x1, level = canvas.x(start), canvas.x(canvas.x_hi), canvas.y(value)
         along = [x0 + 4 + (x1 - 8 - _text_width(text) - x0) * i / 8 for i in range(9)]
         at = canvas.claim([(a, level + 11) for a in along] + [(a, level - 3) for a in along], text)
         wording = html.escape(label.replace("-bit", "-bit vectors"))

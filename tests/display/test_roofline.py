@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from mlc_jupyter.display.roofline import (
@@ -57,3 +59,10 @@ def test_a_busy_measurement_says_how_to_redo_it():
     assert "cached in /cache/machine.json" in text and "%mlc_machine --refresh" in text
     assert "240.0" in text and "24.0 GB/s" in text
     assert "<svg" in limits_bundle(busy)["text/html"]
+
+
+def test_a_kernel_just_above_a_lower_ceiling_gets_its_label_off_the_dashed_line():
+    svg = roofline_svg([RooflinePoint("MyModule_tuned", 170.0, 126.0, "tuned")], LIMITS, 2)
+    level = float(re.search(r'<line [^>]*y1="([\d.]+)"', svg).group(1))
+    baseline = float(re.search(r'<text [^>]*y="([\d.]+)"[^>]*>MyModule_tuned', svg).group(1))
+    assert not baseline - 10 <= level <= baseline + 2  # the label's glyphs do not cross the line
