@@ -13,6 +13,7 @@ import html
 import itertools
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..results import MachineLimits
 
@@ -133,9 +134,6 @@ def roofline_svg(
     y_lo = min(min(ys), bandwidth * x_lo) / 2
     left, top, plot_w, plot_h = 52, 10, width - 64, height - 44
     canvas = _Canvas(x_lo, x_hi, y_lo, peak * 2, (left, top, left + plot_w, top + plot_h))
-    for p in shown:
-        dot_x, dot_y = canvas.x(p.intensity), canvas.y(p.gflops)
-        canvas.taken.append((dot_x - 5, dot_y - 5, dot_x + 5, dot_y + 5))
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'role="img" aria-label="roofline chart" style="{_FONT}">',
@@ -145,8 +143,8 @@ def roofline_svg(
         *_roof(canvas, peak, bandwidth),
     ]
     ceilings = _lower_lines(canvas, lower, bandwidth)
-    for _, _, x0, x1, level in ceilings:  # labels keep off the dashed lines too
-        canvas.taken += _line_boxes((x0, level), (x1, level))
+    for line in ceilings:  # labels keep off the dashed lines too
+        canvas.taken += _line_boxes((line.x0, line.level), (line.x1, line.level))
     dots = _dots(canvas, shown, peak)  # before the ceilings' labels: kernels' labels matter more
     parts += _lower_ceilings(canvas, ceilings) + dots
     parts.append(
@@ -183,7 +181,11 @@ def _roof(canvas: _Canvas, peak: float, bandwidth: float) -> list[str]:
 
 
 def _dots(canvas: _Canvas, shown: list[RooflinePoint], peak: float) -> list[str]:
-    """A dot per kernel, and a label with its share of the peak beside each but the candidates."""
+    """A dot per kernel, and a label with its share of the peak beside each but the candidates
+    (placed once every dot is drawn, so that no label covers a dot)."""
+    for point in shown:
+        dot_x, dot_y = canvas.x(point.intensity), canvas.y(point.gflops)
+        canvas.taken.append((dot_x - 5, dot_y - 5, dot_x + 5, dot_y + 5))
     parts = []
     for point in sorted(shown, key=lambda p: -p.gflops):
         colour = _COLOURS.get(point.kind, _COLOURS["tvm"])
@@ -204,22 +206,31 @@ def _dots(canvas: _Canvas, shown: list[RooflinePoint], peak: float) -> list[str]
     return parts
 
 
+class _CeilingLine(NamedTuple):
+    """A lower compute ceiling inside the plot: its label, GFLOP/s, and its dashed line's pixels
+    (from the bandwidth slope to the right edge, at its height)."""
+
+    label: str
+    value: float
+    x0: float
+    x1: float
+    level: float
+
+
 def _lower_lines(
     canvas: _Canvas, lower: list[tuple[str, float]], bandwidth: float
-) -> list[tuple[str, float, float, float, float]]:
-    """The lower compute ceilings inside the plot: label, GFLOP/s, and the dashed line's pixels
-    (from the slope to the right edge, at its height)."""
+) -> list[_CeilingLine]:
+    """The lower compute ceilings that fall inside the plot."""
     lines = []
     for label, value in lower:
         start = value / bandwidth
         if canvas.x_lo < start < canvas.x_hi and canvas.y_lo < value < canvas.y_hi:
-            lines.append((label, value, canvas.x(start), canvas.x(canvas.x_hi), canvas.y(value)))
+            x0, x1 = canvas.x(start), canvas.x(canvas.x_hi)
+            lines.append(_CeilingLine(label, value, x0, x1, canvas.y(value)))
     return lines
 
 
-def _lower_ceilings(
-    canvas: _Canvas, lines: list[tuple[str, float, float, float, float]]
-) -> list[str]:
+def _lower_ceilings(canvas: _Canvas, lines: list[_CeilingLine]) -> list[str]:
     """A dashed line per lower compute ceiling, labelled just above or below it."""
     parts = []
     for label, value, x0, x1, level in lines:
