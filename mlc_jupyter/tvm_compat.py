@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
+import importlib.util
 import os
+import shutil
+import sys
 from collections.abc import Iterator
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -85,8 +89,25 @@ IS_SCHEDULED_ATTR = "tirx.is_scheduled"
 
 #: The logger MetaSchedule writes its console and task logs under.
 METASCHEDULE_LOGGER = "tvm.s_tir.meta_schedule"
-#: The package that registers TensorIR's tensor intrinsics when imported.
-TENSOR_INTRIN_PACKAGE = "tvm.s_tir.tensor_intrin"
+
+
+def import_tensor_intrinsics(submodules: tuple[str, ...], *, whole: bool = False) -> None:
+    """Register TensorIR's tensor intrinsics of ``submodules`` (``"x86"``, ``"cuda"`` ...) with
+    TVM's package set up without running its ``__init__`` (which imports every backend's), or,
+    ``whole``, the package's first import runs its ``__init__``.
+    """
+    tvm()
+    name = "tvm.s_tir.tensor_intrin"
+    if name not in sys.modules:
+        spec = importlib.util.find_spec(name)
+        if spec is None:
+            return
+        if whole:
+            importlib.import_module(name)
+            return
+        sys.modules[name] = importlib.util.module_from_spec(spec)  # without its __init__
+    for sub in submodules:
+        importlib.import_module(f"{name}.{sub}")
 
 
 def derived_object(cls: type) -> type:
@@ -345,9 +366,6 @@ def prefer_nvcc_without_nvrtc() -> None:
     TVM 0.27 compiles with NVRTC by default and fails on a GPU machine without ``cuda-bindings``
     although nvcc is there. A user's own ``TVM_CUDA_COMPILE_MODE`` is kept.
     """
-    import importlib.util
-    import shutil
-
     if CUDA_COMPILE_MODE_VAR in os.environ or not shutil.which("nvcc"):
         return
     try:
@@ -723,8 +741,6 @@ def course_tir_attr(name: str) -> Any:
 
 def support_module(name: str) -> ModuleType:
     """``tvm.support.<name>`` (``tvm.contrib.<name>`` in the course: ``utils``, ``clang``...)."""
-    import importlib
-
     tvm()
     return importlib.import_module(f"tvm.support.{name}")
 

@@ -10,11 +10,7 @@ import of the other submodules still works.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import sys
-
-from ..tvm_compat import TENSOR_INTRIN_PACKAGE
+from ..tvm_compat import import_tensor_intrinsics
 
 #: The submodules a CPU target's schedule rules may use.
 CPU_MODULES = ("dot_product_common", "x86", "arm_cpu", "riscv_cpu")
@@ -26,14 +22,5 @@ MODULES_OF_KIND = {"llvm": CPU_MODULES, "cuda": ("cuda",)}
 
 def load_tensor_intrinsics(target_kind: str) -> None:
     """Import the tensor intrinsics of ``target_kind`` (only its own for ``llvm`` and ``cuda``)."""
-    name = TENSOR_INTRIN_PACKAGE
-    if name not in sys.modules:
-        spec = importlib.util.find_spec(name)
-        if spec is None:
-            return
-        if target_kind not in MODULES_OF_KIND:
-            importlib.import_module(name)
-            return
-        sys.modules[name] = importlib.util.module_from_spec(spec)  # without its __init__
-    for sub in MODULES_OF_KIND.get(target_kind, GPU_MODULES):
-        importlib.import_module(f"{name}.{sub}")
+    own = MODULES_OF_KIND.get(target_kind)
+    import_tensor_intrinsics(own or GPU_MODULES, whole=own is None)

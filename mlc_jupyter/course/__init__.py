@@ -34,13 +34,13 @@ import importlib
 from typing import Any
 
 _LAZY = {
-    "build": ".modules",
-    "CourseModule": ".modules",
-    "register_func": ".registry",
-    "TensorIntrin": ".registry",
-    "relax_const": ".values",
-    "structural_equal": ".values",
-    "structural_hash": ".values",
+    "build": "modules",
+    "CourseModule": "modules",
+    "register_func": "registry",
+    "TensorIntrin": "registry",
+    "relax_const": "values",
+    "structural_equal": "values",
+    "structural_hash": "values",
 }
 _SUBMODULES = ("nd", "tir", "tuning", "contrib")
 
@@ -52,5 +52,5 @@ def __getattr__(name: str) -> Any:
     if name in _SUBMODULES:
         return importlib.import_module(f"{__name__}.{name}")
     if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
