@@ -323,13 +323,15 @@ class TimingReport:
     """Several variants side by side (``%mlc_time f g`` / ``time_functions``).
 
     ``limits`` is this machine's (CPU variants on fp32 data), for "% of peak" and the roofline
-    of ``cores`` cores.
+    of ``cores`` cores. ``warnings`` bear on the result (a ranking the runs' spread makes
+    uncertain); ``notes`` only inform (how long ``torch.compile`` took).
     """
 
     timings: tuple[Timing, ...]
     warnings: tuple[str, ...] = ()
     limits: MachineLimits | None = None
     cores: int = 1
+    notes: tuple[str, ...] = ()
 
     def peak_fraction(self, timing: Timing) -> float | None:
         """``timing``'s GFLOP/s as a share of this machine's fp32 peak (``None`` when unknown)."""

@@ -131,7 +131,7 @@ def profile_html(profile: KernelProfile) -> str:
         + "</tr>"
         for n, c, s, share, g in rows
     )
-    chart = bars_svg([(n, s, format_time(s), "tvm") for n, _, s, _, _ in rows], label_w=260)
+    chart = bars_svg([(n, s, format_time(s), "tvm") for n, _, s, _, _ in rows])
     lines = profile_text(profile).splitlines()
     return (
         f'<div style="{_BOX}"><div>{html.escape(lines[0])}</div>'

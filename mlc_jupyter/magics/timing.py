@@ -42,7 +42,12 @@ class TimingMagics(Magics):
         action="store_true",
         help="also show where the time of each Relax model goes, kernel by kernel",
     )
-    @argument("-o", dest="output", action="store_true", help="return the TimingReport")
+    @argument(
+        "-o",
+        dest="output",
+        action="store_true",
+        help="also return the TimingReport (as %%timeit -o)",
+    )
     @line_magic
     def mlc_time(self, line: str) -> Any:
         """Check each variant against --ref (or the first variant), then time them in turns.
@@ -72,15 +77,13 @@ class TimingMagics(Magics):
             rpc=args.rpc,
             torch_compile=not args.no_compile,
         )
-        if args.output:
-            return report
         display(report_bundle(report), raw=True)
         if args.breakdown:
             for name, variant in variants.items():
                 if is_relax_model(variant, args.target):
                     profile = profile_kernels(variant, args.target, args=inputs, name=name)
                     display(profile_bundle(profile), raw=True)
-        return None
+        return report if args.output else None
 
 
 def register(ipython: Any) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 from typing import Any
 
 from ..compilation.call import prepare, require_device_here
@@ -221,19 +222,36 @@ def _expression_rows(expr: str, sig: Any, inputs: list[Any], namespace: Any) -> 
 
 def _finish(timings: list[Timing], notes: list[str] | None = None) -> TimingReport:
     base = timings[0].median_s if timings else None
-    done, warnings = [], list(notes or [])
-    for t in timings:
-        speedup = base / t.median_s if base and t.median_s else None
-        done.append(dataclasses.replace(t, speedup=speedup))
-        if t.spread is not None and t.spread > NOISY_SPREAD:
+    done = [
+        dataclasses.replace(t, speedup=base / t.median_s if base and t.median_s else None)
+        for t in timings
+    ]
+    return TimingReport(tuple(done), tuple(uncertain_ranking(done)), notes=tuple(notes or ()))
+
+
+def uncertain_ranking(timings: list[Timing]) -> list[str]:
+    """A warning for each pair of neighbours (by median) whose gap is within their runs' spread:
+    on another run they could swap places. A spread that leaves the order clear is no warning
+    (the table shows it as ``±``)."""
+    timed = sorted((t for t in timings if t.median_s and t.std_s is not None), key=_median)
+    warnings = []
+    for fast, slow in itertools.pairwise(timed):
+        noisy = max(fast.spread or 0.0, slow.spread or 0.0) > NOISY_SPREAD
+        if noisy and slow.median_s - fast.median_s < fast.std_s + slow.std_s:
             warnings.append(
-                f"{t.name}: runs vary by {t.spread:.0%} (std / median); the machine may be busy"
+                f"{fast.name} and {slow.name} are closer than their runs vary "
+                f"(±{fast.spread:.0%}, ±{slow.spread:.0%}): their order may change on another "
+                "run; the machine may be busy (more --repeat, or rerun when it is quiet)"
             )
-    return TimingReport(tuple(done), tuple(warnings))
+    return warnings
+
+
+def _median(t: Timing) -> float:
+    return t.median_s or 0.0
 
 
 def report_for(timing: Timing) -> TimingReport:
-    """A one-row report (with the spread warning) for a single ``Timing``."""
+    """A one-row report for a single ``Timing``."""
     return _finish([timing])
 
 

@@ -36,6 +36,8 @@ from .timer import (
     estimate_flops,
     function_name_of,
     let_threads_settle,
+    model_bytes,
+    model_flops,
     model_inputs,
     timing_from_samples,
 )
@@ -107,8 +109,8 @@ def tvm_contender(
         "tvm",
         outputs,
         calibrate,
-        flops=estimate_flops(built.mod, sig.name),
-        bytes=argument_bytes(built.mod, sig.name),
+        flops=model_flops(built.mod) if sig.relax else estimate_flops(built.mod, sig.name),
+        bytes=model_bytes(built.mod) if sig.relax else argument_bytes(built.mod, sig.name),
         target=describe_target(built.target) + where,
     )
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..compilation import build_module, wait_for_saved_builds
+from ..compilation.model_costs import kernel_calls, main_bytes
 from ..results import Built, Timing
 from ..tvm_compat import IRModule, PrimFunc, estimate_tir_flops, param_buffers, tvm
 from .inputs import random_inputs
@@ -59,6 +60,26 @@ def estimate_flops(mod: Any, name: str) -> float | None:
     except Exception:  # noqa: BLE001 - the estimator refuses some functions
         return None
     return flops or None
+
+
+def model_flops(mod: Any) -> float | None:
+    """FLOPs of one call of a Relax module's ``main``: each kernel's estimate times its calls
+    (kernels TVM cannot estimate, copies and reshapes, count none)."""
+    try:
+        calls = kernel_calls(mod)
+    except Exception:  # noqa: BLE001 - not a Relax module with kernels: unknown
+        return None
+    total = sum((estimate_flops(mod, k) or 0.0) * n for k, n in calls.items())
+    return total or None
+
+
+def model_bytes(mod: Any) -> float | None:
+    """Bytes a Relax module's ``main`` touches at least (weights, inputs, outputs)."""
+    try:
+        size = main_bytes(mod["main"])
+    except Exception:  # noqa: BLE001 - no main, or a symbolic shape: unknown
+        return None
+    return float(size) if size else None
 
 
 def argument_bytes(mod: Any, name: str = "main") -> float | None:

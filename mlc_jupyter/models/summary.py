@@ -4,18 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ..compilation import resolve_target
 from ..compilation.default_schedule import Progress, operator_counts, prepare_model
+from ..compilation.model_costs import kernel_calls, weights
 from ..results import ModelSummary
 from ..tvm_compat import (
-    PrimFunc,
     expr_type,
-    relax_expr_kind,
     relax_function_result,
-    tensor_shape_dtype,
-    tvm,
 )
 
 
@@ -40,45 +35,6 @@ def _dim(dim: Any) -> str:
         return str(dim)
 
 
-def _weights(main: Any, n_inputs: int) -> tuple[int, int]:
-    """Count and bytes of the weights: constants in ``main``, or its parameters after the inputs."""
-    count = size = 0
-
-    def add(expr: Any) -> None:
-        nonlocal count, size
-        dims, dtype = tensor_shape_dtype(expr)
-        if dims is None or dtype is None:
-            return
-        numel = int(np.prod([int(d) for d in dims])) if dims else 1
-        count += numel
-        size += numel * np.dtype(dtype).itemsize
-
-    def visit(expr: Any) -> None:
-        if relax_expr_kind(expr) == "const":
-            add(expr)
-
-    tvm().relax.analysis.post_order_visit(main.body, visit)
-    for var in list(main.params)[n_inputs:]:
-        add(var)
-    return count, size
-
-
-def kernel_calls(mod: Any) -> dict[str, int]:
-    """How often the Relax functions of ``mod`` call each of its PrimFuncs."""
-    relax = tvm().relax
-    prims = {gv.name_hint for gv, f in mod.functions_items() if isinstance(f, PrimFunc())}
-    calls = dict.fromkeys(sorted(prims), 0)
-
-    def visit(expr: Any) -> None:
-        if relax_expr_kind(expr) == "global" and expr.name_hint in calls:
-            calls[expr.name_hint] += 1
-
-    for _, func in mod.functions_items():
-        if isinstance(func, relax.Function):
-            relax.analysis.post_order_visit(func.body, visit)
-    return calls
-
-
 def summarize(
     mod: Any, n_inputs: int, target: Any = None, on_progress: Progress | None = None
 ) -> ModelSummary:
@@ -89,7 +45,7 @@ def summarize(
     """
     main = mod["main"]
     ops = sorted(operator_counts(mod).items(), key=lambda kv: (-kv[1], kv[0]))
-    count, size = _weights(main, n_inputs)
+    count, size = weights(main, n_inputs)
     prepared = prepare_model(mod, resolve_target(target), on_progress)  # the build reuses it
     made = set(prepared.scheduled) | set(prepared.unscheduled)
     calls = kernel_calls(prepared.mod)

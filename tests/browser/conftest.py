@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from lab_support import REPO, Lab, LabServer
+from lab_support import REPO, Lab, LabServer, screenshot
 
 CHROMIUM = os.environ.get("MLC_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [

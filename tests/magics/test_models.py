@@ -13,21 +13,26 @@ def _setup(shell) -> None:
     shell.run_cell("import torch\nfrom model_support import mlp\nmodel = mlp()")
 
 
-def test_mlc_import_binds_summarises_builds_and_races_pytorch(shell, capsys):
+def test_mlc_import_binds_summarises_builds_and_races_pytorch(shell, capfd):
     _setup(shell)
     assert shell.run_cell("%mlc_import model --inputs 'torch.randn(1, 784)'").success
     imported = shell.user_ns["model_relax"]
     assert isinstance(imported, ImportedModel)
-    out = capsys.readouterr().out
+    out, err = capfd.readouterr()
+    assert "Warning" not in err  # PyTorch's FutureWarning at torch.export is folded, not stderr
     assert "model_relax: Relax module of Sequential via torch.export" in out
     assert "operators: add x2, matmul x2, permute_dims x2, nn.relu x1" in out
     assert "kernels a build makes (2" in out and "def main(" in out
     assert shell.run_cell("%mlc_build model_relax").success
     assert isinstance(shell.user_ns["model_relax_lib"], Built)
-    assert "got default schedules" in capsys.readouterr().out
+    assert "got default schedules" in capfd.readouterr().out
     report = shell.run_line_magic("mlc_time", "model_relax_lib --no-compile --repeat 2 -o")
     assert report.names == ["model_relax_lib", "model"]  # the imported model's PyTorch original
     assert all(t.correct for t in report.timings)
+    # a model's FLOPs are its kernels': 2 * (784 * 128 + 128 * 10) multiply-adds and the rest
+    assert all(t.flops and t.flops > 2 * (784 * 128 + 128 * 10) for t in report.timings)
+    assert report.timings[0].gflops and report.timings[0].intensity
+    assert "variant" in capfd.readouterr().out  # -o shows the table too, as %timeit -o does
 
 
 def test_breakdown_shows_where_the_time_goes_as_a_table_and_a_bar_chart(shell, capsys):

@@ -9,6 +9,7 @@ from build_support import COURSE_TARGET, RELAX_ADD, mm_relu, parse, transform, v
 from mlc_jupyter.compilation import build_module, gpu_present
 from mlc_jupyter.errors import NoGPUError, TimingError
 from mlc_jupyter.measure import Sampling, report_for, time_functions, time_module
+from mlc_jupyter.measure.compare import uncertain_ranking
 from mlc_jupyter.results import Timing
 
 FAST = {"sampling": Sampling(repeat=3, min_repeat_ms=5)}
@@ -104,9 +105,13 @@ def test_a_built_function_names_its_variant():
     assert t.name == "lib.mm_relu" and t.median_s > 0
 
 
-def test_a_large_spread_gives_a_warning():
+def test_a_large_spread_warns_only_when_it_makes_the_ranking_uncertain():
     noisy = Timing("noisy", 1.0, 1.5, 0.9, 0.5, 3, results_s=(0.5, 1.0, 3.0))
-    assert "noisy: runs vary by 90%" in report_for(noisy).warnings[0]
+    assert report_for(noisy).warnings == ()  # alone: the table's ± says it
+    close = Timing("close", 1.2, 1.2, 0.05, 1.1, 3, results_s=(1.1, 1.2, 1.3))
+    far = Timing("far", 9.0, 9.0, 0.1, 8.9, 3, results_s=(8.9, 9.0, 9.1))
+    warnings = uncertain_ranking([noisy, close, far])
+    assert len(warnings) == 1 and warnings[0].startswith("noisy and close are closer than")
 
 
 @pytest.mark.skipif(gpu_present("cuda"), reason="a GPU is present")

@@ -1,0 +1,117 @@
+"""Library messages emitted while a magic runs are captured and shown folded below its output.
+
+PyTorch's deprecation warnings at an import, TVM's C++ ``Warning:`` lines written to file
+descriptor 2 (which a Jupyter kernel shows as red stderr) are not the learner's business unless
+the magic failed. Warnings raised from the user's own code (a cell, a file outside the
+installed packages) pass through as usual.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import sys
+import sysconfig
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from IPython.display import display
+
+from ..display.messages import messages_bundle
+
+#: A TVM log line: ``[11:22:33] /path/transform.h:1261: Warning: ...``.
+_TVM_LINE = re.compile(r"^\[\d{2}:\d{2}:\d{2}\] \S+:\d+: ")
+_LIBRARY_DIRS = tuple(
+    os.path.realpath(p) for p in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["stdlib"]}
+)
+
+
+def _from_library(filename: str) -> bool:
+    """True for a warning raised inside an installed package or the standard library."""
+    return os.path.realpath(filename).startswith(_LIBRARY_DIRS)
+
+
+def _native_messages(text: str) -> dict[str, list[str]]:
+    """TVM's log lines (each with the lines that continue it) and any other native output."""
+    tvm_lines: list[str] = []
+    other: list[str] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if _TVM_LINE.match(line):
+            tvm_lines.append(_TVM_LINE.sub("", line, count=1).strip())
+        elif tvm_lines and line.startswith((" ", "\t")):
+            tvm_lines[-1] += "\n" + line
+        else:
+            other.append(line)
+    return {"TVM": tvm_lines, "native libraries": other}
+
+
+@contextlib.contextmanager
+def _fd2_captured() -> Iterator[Callable[[], str]]:
+    """File descriptor 2 into a temporary file while the block runs; yields a reader of it."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no descriptor 2 to borrow (an embedded interpreter)
+        yield lambda: ""
+        return
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield lambda: (sink.seek(0), sink.read().decode(errors="replace"))[1]
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+@contextlib.contextmanager
+def captured_messages(groups: dict[str, list[str]]) -> Iterator[None]:
+    """Collect the block's library warnings and native stderr output into ``groups`` (source ->
+    messages, filled when the block ends, also when it raises); the user's own warnings pass
+    through to IPython's display of warnings."""
+    caught: list[warnings.WarningMessage] = []
+    native = ""
+    try:
+        with _fd2_captured() as read, warnings.catch_warnings(record=True) as caught:
+            try:
+                yield
+            finally:
+                native = read()
+    finally:
+        python = []
+        for w in caught:
+            if _from_library(w.filename):
+                python.append(f"{w.category.__name__}: {w.message}")
+            else:
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
+        groups.update(_native_messages(native))
+        groups["Python libraries"] = python
+
+
+def quiet(magic: Callable[..., Any]) -> Callable[..., Any]:
+    """``magic`` with its library messages captured, then shown folded (open when it failed)."""
+
+    @functools.wraps(magic)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        groups: dict[str, list[str]] = {}
+        try:
+            with captured_messages(groups):
+                result = magic(*args, **kwargs)
+        except BaseException:
+            _show(groups, opened=True)
+            raise
+        _show(groups, opened=False)
+        return result
+
+    run.__module__ = __name__  # wrapped once: a second registration leaves it as it is
+    return run
+
+
+def _show(groups: dict[str, list[str]], opened: bool) -> None:
+    if any(groups.values()):
+        display(messages_bundle(groups, opened=opened), raw=True)

@@ -1,0 +1,56 @@
+"""Library messages during a magic: folded below its output, the user's own warnings untouched."""
+
+from __future__ import annotations
+
+import copyreg
+import os
+import warnings
+
+import pytest
+
+from mlc_jupyter.magics.quiet import captured_messages, quiet
+
+TVM_LINE = b"[11:22:33] /src/relax/transform.h:1261: Warning: Fast mode segfaults when ...\n"
+
+
+def _noisy() -> str:
+    for _ in range(3):
+        os.write(2, TVM_LINE)
+    warnings.warn_explicit(
+        "isinstance(treespec, LeafSpec) is deprecated", FutureWarning, copyreg.__file__, 105
+    )
+    return "done"
+
+
+def test_tvm_log_lines_and_library_warnings_become_one_folded_summary(shell, capfd):
+    assert quiet(_noisy)() == "done"
+    out, err = capfd.readouterr()
+    assert "segfaults" not in err and "FutureWarning" not in err
+    assert "3 messages from TVM, 1 warning from Python libraries:" in out
+    assert "Warning: Fast mode segfaults when ...  (×3)" in out  # once, counted
+    assert "FutureWarning: isinstance(treespec, LeafSpec) is deprecated" in out
+
+
+def test_the_users_own_warning_is_shown_as_usual():
+    groups: dict[str, list[str]] = {}
+    with pytest.warns(UserWarning, match="my own warning"), captured_messages(groups):
+        warnings.warn("my own warning", UserWarning, stacklevel=1)
+    assert not any(groups.values())
+
+
+def test_messages_are_kept_when_the_magic_fails(shell, capfd):
+    def failing() -> None:
+        os.write(2, TVM_LINE)
+        raise ValueError("bad input")
+
+    with pytest.raises(ValueError, match="bad input"):
+        quiet(failing)()
+    out, err = capfd.readouterr()
+    assert "1 message from TVM" in out and "segfaults" not in err
+
+
+def test_every_magic_of_the_package_runs_quietly(shell):
+    for magics in shell.magics_manager.magics.values():
+        for name, func in magics.items():
+            if name.startswith("mlc_") or name in ("tir", "relax"):
+                assert func.__module__ == "mlc_jupyter.magics.quiet", name
