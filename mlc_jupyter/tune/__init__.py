@@ -1,29 +1,77 @@
-"""MetaSchedule tuning: a fast driver, progress events, a database that resumes, RPC devices.
+"""MetaSchedule tuning: one entry, :func:`tune`, for a kernel or a whole model.
 
-Importing this package does not import TVM: :func:`tune` (in :mod:`.driver`, which imports
-TVM and MetaSchedule at import time) loads on first use; :func:`top_records` imports TVM when
-called.
+A kernel (a PrimFunc or a TensorIR module) is tuned by :func:`.kernel.tune_kernel`; a Relax model
+(or an imported one) kernel by kernel by :func:`.whole_model.tune_model`, which tunes each with
+``tune_kernel``. Both search as one :class:`.options.SearchOptions` says, within one
+:class:`.budget.Budget`.
+
+Importing this package does not import TVM: the two implementations import TVM and MetaSchedule
+at import time and load on the first :func:`tune`; :func:`top_records` imports TVM when called.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .budget import DEFAULT_TIME_S
+from .budget import DEFAULT_TIME_S, budget_for
+from .options import SearchOptions
 from .records import Record, top_records
 from .rpc import list_devices
 from .spaces import SPACE_NAMES
+from .tasks import is_relax_model
 
 if TYPE_CHECKING:
-    from .driver import tune
+    from ..results import ModelTask, TuneProgress, TuneResult
 
 __all__ = ["DEFAULT_TIME_S", "SPACE_NAMES", "Record", "list_devices", "top_records", "tune"]
 
 
-def __getattr__(name: str) -> Any:
-    """``tune`` is :func:`.driver.tune`, loaded (with TVM) on first use."""
-    if name == "tune":
-        from .driver import tune
+def tune(
+    mod: Any,
+    target: Any = None,
+    *,
+    trials: int | None = None,
+    time: str | float | None = None,
+    per_iter: int | None = None,
+    work_dir: str | Path | None = None,
+    fresh: bool = False,
+    seed: int | None = None,
+    space: Any = "default",
+    rpc: str | None = None,
+    on_progress: Callable[[TuneProgress], None] | None = None,
+    baseline: bool = True,
+    func: str | None = None,
+    on_task: Callable[[int, int, ModelTask], None] | None = None,
+) -> TuneResult:
+    """Tune ``mod`` with MetaSchedule for ``trials`` measured candidates in all, for ``time``
+    (``"10m"``, or seconds), or by default for at most :data:`~.budget.DEFAULT_TIME_S` or until
+    the search has converged (:mod:`.budget`).
 
-        return tune
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    ``space`` is ``"default"`` (the BLIS-like :mod:`.matmul_space` for matmul-like CPU kernels,
+    MetaSchedule's default space for the rest), ``"metaschedule"``, ``"matmul"`` or a schedule
+    function. The work dir's JSON database is the truth: a second call with the same workload and
+    work dir measures only the trials still missing (``fresh=True`` starts over). Ctrl-C, or a
+    ``KeyboardInterrupt`` raised by ``on_progress``, ends the run after the batch in flight,
+    keeps every record and returns the best so far (``interrupted=True``).
+
+    A kernel: ``baseline=False`` skips timing the untuned workload. A Relax module (or an
+    imported model) is tuned kernel by kernel, the budget split by each kernel's share of the
+    model's latency: ``func`` tunes one of its kernels, ``on_task(index, total, task)`` hears when
+    each starts.
+    """
+    budget = budget_for(trials, time)
+    search = SearchOptions(per_iter, seed, space, rpc, on_progress)
+    if is_relax_model(mod):
+        from .whole_model import tune_model  # imports TVM and MetaSchedule (see above)
+
+        return tune_model(
+            mod, target, budget, search, func=func, work_dir=work_dir, fresh=fresh,
+            on_task=on_task,
+        )  # fmt: skip
+    from .kernel import tune_kernel  # imports TVM and MetaSchedule (see above)
+
+    return tune_kernel(
+        mod, target, budget, search, work_dir=work_dir, fresh=fresh, baseline=baseline
+    )

@@ -1,9 +1,12 @@
-"""Tuning options: the target (completed from the device that measures) and the work dir."""
+"""Tuning options: how each search runs, the target (completed from the device that measures)
+and the work dir. A kernel and a whole model are tuned with the same :class:`SearchOptions`."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +15,24 @@ from ..compilation.remote import RPCSpec, check_key, remote_target
 from ..compilation.targets import device_target
 from ..config import cache_dir
 from ..errors import NoGPUError, TargetError
+from ..results import TuneProgress
 from ..tvm_compat import structural_hash, tvm
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """How a kernel's search runs; a whole model's kernels all share one (see :func:`.tune`).
+
+    ``per_iter`` candidates a round (``None``: :func:`.kernel.default_per_iter`), the search's
+    ``seed``, its ``space`` (:mod:`.spaces`), ``rpc`` (``HOST:PORT:KEY`` of the devices that
+    measure) and ``on_progress``, which hears every round.
+    """
+
+    per_iter: int | None = None
+    seed: int | None = None
+    space: Any = "default"
+    rpc: str | None = None
+    on_progress: Callable[[TuneProgress], None] | None = None
 
 
 def tuning_target(spec: Any = None, rpc: RPCSpec | None = None) -> Any:

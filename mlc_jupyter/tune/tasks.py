@@ -13,7 +13,7 @@ from ..tvm_compat import NOALIAS_ATTR, PrimFunc, tvm
 class Tasks:
     """The tasks of one tuning run and how to put the results back together."""
 
-    kind: str  # "tir" (a Relax module is tuned by .model.tune_model, kernel by kernel)
+    kind: str  # "tir" (a Relax module is tuned by .whole_model.tune_model, kernel by kernel)
     workload: Any  # the IRModule that was tuned (PrimFuncs normalised, noalias added)
     names: list[str]  # task names, in task order
     mods: list[Any]  # one IRModule per task, its function named "main"
@@ -40,7 +40,7 @@ def _has_relax(mod: Any) -> bool:
 
 
 def is_relax_model(obj: Any) -> bool:
-    """True for a Relax IRModule or an imported model (tuned by :func:`.model.tune_model`)."""
+    """True for a Relax IRModule or an imported model (tuned by :func:`.whole_model.tune_model`)."""
     mod = getattr(obj, "mod", None) if not isinstance(obj, tvm().IRModule) else obj
     return isinstance(mod, tvm().IRModule) and _has_relax(mod)
 

@@ -1,9 +1,12 @@
-"""The tuning run: MetaSchedule's search with warm in-process workers and a database that resumes.
+"""Tuning one kernel (a PrimFunc or a TensorIR module): MetaSchedule's search with warm
+in-process workers and a database that resumes.
 
 The search (space, XGBoost cost model, evolutionary search, gradient task scheduler) is
 MetaSchedule's own; only the workers (:mod:`.builder`, :mod:`.runner`), the record keeping
 (:mod:`.callback`, :mod:`.records`) and the choice of the result (:mod:`.selection`) are ours.
-:func:`tune` runs in named steps: prepare the run, set up the shared state, search, report.
+:func:`tune_kernel` runs in named steps: prepare the run, set up the shared state, search,
+report. Whole models are tuned kernel by kernel with it (:mod:`.whole_model`); users call
+:func:`mlc_jupyter.tune.tune`, which picks between the two.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import shutil
 import signal
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from time import perf_counter
@@ -27,7 +30,7 @@ from ..errors import TuneError, error_reason
 from ..measure import estimate_flops
 from ..measure.machine import cpu_limits
 from ..measure.timer import argument_bytes, argument_dtypes
-from ..results import TuneProgress, TuneResult
+from ..results import TuneResult
 from ..tvm_compat import (
     METASCHEDULE_LOGGER,
     fork_seed,
@@ -35,17 +38,17 @@ from ..tvm_compat import (
     metaschedule_outside_notebook,
     metaschedule_task_loggers,
 )
-from .budget import Budget, budget_for
+from .budget import Budget
 from .builder import InProcessBuilder
 from .callback import RecordAndReport
-from .options import tuning_target, work_dir_for
+from .options import SearchOptions, tuning_target, work_dir_for
 from .records import Measured, create_database, measured_before
 from .rpc import RPCSpec, make_rpc_runner, rpc_for
 from .run_state import Shared
 from .runner import InProcessRunner
 from .selection import Best, best_schedules
 from .spaces import Spaces, choose_spaces
-from .tasks import Tasks, assemble_tir, collect_tasks, is_relax_model
+from .tasks import Tasks, assemble_tir, collect_tasks
 from .threads import target_cores, unpin_this_thread
 from .timing import baseline_timing, final_timing, time_remote
 
@@ -92,63 +95,37 @@ def default_per_iter(remaining: int) -> int:
     return min(MAX_PER_ITER, max(MIN_PER_ITER, remaining // MIN_ROUNDS))
 
 
-def tune(
+def tune_kernel(
     mod: Any,
-    target: Any = None,
+    target: Any,
+    budget: Budget,
+    search: SearchOptions,
     *,
-    trials: int | None = None,
-    time: str | float | None = None,
-    per_iter: int | None = None,
     work_dir: str | Path | None = None,
     fresh: bool = False,
-    seed: int | None = None,
-    space: Any = "default",
-    rpc: str | None = None,
-    on_progress: Callable[[TuneProgress], None] | None = None,
     baseline: bool = True,
-    func: str | None = None,
-    on_task: Callable[..., None] | None = None,
 ) -> TuneResult:
-    """Tune ``mod`` with MetaSchedule for ``trials`` measured candidates in all, for ``time``
-    (``"10m"``, or seconds), or by default for at most :data:`~.budget.DEFAULT_TIME_S` or until
-    the search has converged (:mod:`.budget`).
+    """Tune the TensorIR kernels of ``mod`` within ``budget``, searching as ``search`` says.
 
-    ``space`` is ``"default"`` (the BLIS-like :mod:`.matmul_space` for matmul-like CPU kernels,
-    MetaSchedule's default space for the rest), ``"metaschedule"``, ``"matmul"`` or a schedule
-    function. The work dir's JSON database is the truth: a second call with the same workload and
-    work dir measures only the trials still missing (``fresh=True`` starts over). Ctrl-C, or a
-    ``KeyboardInterrupt`` raised by ``on_progress``, ends the run after the batch in flight,
-    keeps every record and returns the best so far (``interrupted=True``). ``baseline=False``
-    skips timing the untuned workload.
-
-    A Relax module (or an imported model) is tuned kernel by kernel, the budget split by each
-    kernel's share of the model's latency (:func:`.model.tune_model`; ``func`` tunes one of its
-    kernels, ``on_task`` hears when each starts).
+    The arguments are :func:`mlc_jupyter.tune.tune`'s, which documents them; ``baseline=False``
+    skips timing the untuned workload (a whole model times its kernels itself).
     """
-    if is_relax_model(mod):
-        from .model import KernelSearch, tune_model  # it tunes each kernel with this function
-
-        search = KernelSearch(per_iter, seed, space, rpc, on_progress)
-        return tune_model(
-            mod, target, budget_for(trials, time), search, func=func, work_dir=work_dir,
-            fresh=fresh, on_task=on_task,
-        )  # fmt: skip
-    run = _prepare(mod, target, budget_for(trials, time), work_dir, fresh, space, rpc)
+    run = _prepare(mod, target, budget, work_dir, fresh, search.space, search.rpc)
     unpin_this_thread()
     load_tensor_intrinsics(str(run.target.kind.name))
     shared = _shared_state(run.measured)
     if run.budget.time_s is not None:
         shared.deadline = perf_counter() + run.budget.time_s
-    per_iter = per_iter or default_per_iter(run.remaining)
+    per_iter = search.per_iter or default_per_iter(run.remaining)
     callback = RecordAndReport(
-        shared, run.database, run.budget, run.measured.count, on_progress, str(run.log_path),
-        str(run.work), run.measured.curves, run.peak_gflops, per_iter,
+        shared, run.database, run.budget, run.measured.count, search.on_progress,
+        str(run.log_path), str(run.work), run.measured.curves, run.peak_gflops, per_iter,
         {n: estimate_flops(m, "main") for n, m in zip(run.tasks.names, run.tasks.mods, strict=True)},
     )  # fmt: skip
     stop_reason = "trials"
     start = perf_counter()
     if run.remaining > 0:
-        stop_reason = _search(run, shared, callback, per_iter, seed)
+        stop_reason = _search(run, shared, callback, per_iter, search.seed)
     return _result(run, callback, shared, stop_reason, perf_counter() - start, baseline)
 
 

@@ -11,8 +11,8 @@ trials on warming up. Here:
 2. A per-kernel profile of the default build gives each task its share of the model's latency;
    the budget (trials or time) is split in proportion, and a kernel under :data:`MIN_SHARE` keeps
    its default schedule.
-3. Tasks are tuned one after the other, the largest share first, each by :func:`.driver.tune` in
-   one work dir (one database: running the same tune again resumes every task). A task's default
+3. Tasks are tuned one after the other, the largest share first, each by
+   :func:`.kernel.tune_kernel` in one work dir (one database: running the same tune again resumes every task). A task's default
    schedule is committed to the database first, so the search starts from it, not from scratch.
    Ctrl-C stops after the batch in flight and keeps whatever is tuned.
 4. A tuned kernel replaces the default one only when it is faster (by :data:`KEEP_MARGIN`), both
@@ -36,9 +36,9 @@ from ..errors import MLCError, TuneError
 from ..measure import profile_kernels, time_functions
 from ..results import ImportedModel, ModelTask, TuneProgress, TuneResult
 from ..tvm_compat import IS_SCHEDULED_ATTR, PrimFunc, metaschedule, tvm
-from .budget import DEFAULT_TIME_S, Budget
-from .driver import tune
-from .options import tuning_target, work_dir_for
+from .budget import Budget, budget_for
+from .kernel import tune_kernel
+from .options import SearchOptions, tuning_target, work_dir_for
 from .records import create_database
 from .tasks import collect_tasks
 from .timing import KernelSamplers, in_turns
@@ -79,22 +79,11 @@ class _Plan:
     profiled: bool = True
 
 
-@dataclass(frozen=True)
-class KernelSearch:
-    """How each kernel's search runs (the same for every task of a model); as in :func:`.tune`."""
-
-    per_iter: int | None = None
-    seed: int | None = None
-    space: Any = "default"
-    rpc: str | None = None
-    on_progress: Callable[[TuneProgress], None] | None = None
-
-
 def tune_model(
     model: Any,
     target: Any,
     budget: Budget,
-    search: KernelSearch,
+    search: SearchOptions,
     *,
     func: str | None = None,
     work_dir: str | Path | None = None,
@@ -105,8 +94,9 @@ def tune_model(
 
     ``model`` is a Relax IRModule or an imported model. ``budget`` is the whole model's, split
     by latency share. ``on_task(index, total, task)`` hears when each task starts;
-    ``search.on_progress`` gets each task's progress events. Returns a :class:`TuneResult` whose ``mod`` is the tuned model and whose
-    ``model_tasks`` say, per kernel, its share, trials and latency before and after.
+    ``search.on_progress`` gets each task's progress events. Returns a :class:`TuneResult` whose
+    ``mod`` is the tuned model and whose ``model_tasks`` say, per kernel, its share, trials and
+    latency before and after.
     """
     origin = model if isinstance(model, ImportedModel) else getattr(model, "origin", None)
     mod = getattr(model, "mod", model)
@@ -298,7 +288,7 @@ def _task_budget(
 
 def _tune_task(
     task: _Task, target: Any, trials: int | None, seconds: float | None, work: Path,
-    search: KernelSearch,
+    search: SearchOptions,
 ) -> TuneResult:  # fmt: skip
     workload = tvm().IRModule({task.name: task.func})
     seeded = task.trace is not None and _seed_with_default(workload, task, target, work)
@@ -308,9 +298,9 @@ def _tune_task(
         def report(event: TuneProgress) -> None:
             on_progress(dataclasses.replace(event, resumed_from=event.resumed_from - 1))
 
-    return tune(
-        workload, target, trials=trials, time=seconds, per_iter=search.per_iter, work_dir=work,
-        seed=search.seed, space=search.space, rpc=search.rpc, on_progress=report, baseline=False,
+    return tune_kernel(
+        workload, target, budget_for(trials, seconds),
+        dataclasses.replace(search, on_progress=report), work_dir=work, baseline=False,
     )  # fmt: skip
 
 
@@ -388,4 +378,4 @@ def _variant(mod: Any, origin: Any, target: Any) -> Any:
     return _with_origin(built, origin) if origin is not None else built
 
 
-__all__ = ["DEFAULT_TIME_S", "tune_model"]
+__all__ = ["tune_model"]
