@@ -34,7 +34,7 @@ def __getattr__(name: str) -> Any:
 
 def load_ipython_extension(ipython: Any) -> None:
     """Called by ``%load_ext mlc_jupyter``: register every magic and display formatter."""
-    from .magics import register_all  # IPython's layer, only when IPython asks for it
+    from .magics import register_all  # deferred: IPython's layer, only when IPython asks
 
     use_all_cores()  # before the kernel's first TVM kernel sizes its thread pool
     register_all(ipython)

@@ -198,7 +198,7 @@ def _copy_back(values: tuple[Any, ...], tensors: list[Any]) -> None:
         if kind == "numpy" and value.flags.writeable:
             np.copyto(value, out.numpy())
         elif kind == "torch":
-            import torch
+            import torch  # deferred: optional, and slow to import
 
             value.copy_(torch.from_numpy(out.numpy()))
         elif kind == "tvm":
@@ -210,7 +210,7 @@ def _convert(out: Any, like: str) -> Any:
     if is_array(out) or isinstance(out, (tuple, list)):
         return tuple(_convert(item, like) for item in out)
     if like == "torch":
-        import torch
+        import torch  # deferred: optional, and slow to import
 
         return torch.from_numpy(out.numpy())
     if like == "numpy" and isinstance(out, tensor_type()):

@@ -23,6 +23,8 @@ from typing import Any
 from ..errors import KernelCompileError, error_reason
 from ..results import DeviceCode, KernelUsage
 from ..tvm_compat import nvcc_compile
+from .source import cuda_module
+from .targets import gpu_present
 
 _NVCC_ERROR = re.compile(r"^[^\n]*?\((?P<line>\d+)\): (?:catastrophic )?error: (?P<msg>.+)$", re.M)
 _PTXAS_ERROR = re.compile(r"^ptxas (?:fatal|error)\s*: (?P<msg>.+)$", re.M)
@@ -209,9 +211,6 @@ def failed_kernel_compile(err: BaseException) -> KernelCompileError | None:
 
 def device_code_of(executable: Any, target: Any) -> DeviceCode | None:
     """The GPU code of a build for a CUDA ``target`` (``None`` when it has no CUDA kernels)."""
-    from .source import cuda_module
-    from .targets import gpu_present
-
     module = cuda_module(executable)
     if module is None:
         return None

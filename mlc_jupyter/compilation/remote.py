@@ -23,6 +23,8 @@ from typing import Any
 
 from ..errors import BuildError, RemoteError, error_reason
 from ..tvm_compat import close_rpc_session, tvm
+from .builder import fresh_build
+from .targets import device_target, gpu_present, is_gpu_target, resolve_target, target_kind
 
 #: How long to wait for a free server under the key before giving up.
 REQUEST_TIMEOUT_S = 60.0
@@ -71,8 +73,6 @@ def parse_rpc(spec: str | RPCSpec | None) -> RPCSpec | None:
 def rpc_for(rpc: str | RPCSpec | None, target: Any) -> RPCSpec | None:
     """Where a module for ``target`` runs: ``rpc`` when given; else, for a GPU this machine
     lacks, the tracker ``TVM_TRACKER_HOST/PORT/KEY`` name when all three are set; else here."""
-    from .targets import gpu_present, is_gpu_target
-
     spec = parse_rpc(rpc)
     named = all(os.environ.get(name) for name in TRACKER_VARS)
     if spec is None and named and is_gpu_target(target) and not gpu_present(target):
@@ -185,8 +185,6 @@ def remote_target(spec: RPCSpec, target: Any) -> Any:
 
     Raises ``RemoteError`` when the server cannot be had or has no such device.
     """
-    from .targets import device_target, is_gpu_target, resolve_target, target_kind
-
     with session(spec) as sess:
         dev = remote_device(sess, spec, _device_kind(target_kind(target)))
         return device_target(target, dev) if is_gpu_target(target) else resolve_target(target)
@@ -214,8 +212,6 @@ class RemoteModules:
 
     def device(self, target: Any) -> Any:
         """The remote device a module built for ``target`` runs on."""
-        from .targets import target_kind
-
         return remote_device(self._session, self.spec, _device_kind(target_kind(target)))
 
     def load(self, built: Any) -> Any:
@@ -225,8 +221,6 @@ class RemoteModules:
             name = f"mod_{len(self._loaded)}.so"
             path = Path(self._tmp) / name
             if getattr(built, "from_disk", False):
-                from .builder import fresh_build
-
                 built = fresh_build(built)  # a library loaded from disk cannot be exported again
             try:
                 built.executable.export_library(str(path))

@@ -16,6 +16,8 @@ from ..compilation.source import generated_source
 from ..measure.race import time_module
 from ..measure.timer import DEFAULT_MIN_REPEAT_MS, Sampling
 from ..results import Built
+from ..tvm_compat import benchmark_result
+from .nd import require_device
 
 
 def build(mod: Any, target: Any = None, pipeline: Any = None, **kwargs: Any) -> CourseModule:
@@ -61,9 +63,6 @@ class CourseModule:
         ``number`` / ``repeat`` / ``min_repeat_ms`` say otherwise, and returns TVM's
         ``BenchmarkResult`` (``.mean``, ``.median``, ``.results``; ``print`` shows a summary).
         """
-        from ..tvm_compat import benchmark_result
-        from .nd import require_device
-
         require_device(dev, f"time_evaluator({func_name!r})")
 
         def timer(*args: Any) -> Any:

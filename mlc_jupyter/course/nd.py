@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..errors import NoGPUError
 from ..tvm_compat import empty as _empty
 from ..tvm_compat import tensor as _tensor
@@ -35,8 +37,6 @@ def require_device(device: Any, what: str) -> None:
 
 def array(data: Any, device: Any = None, mem_scope: Any = None) -> Any:
     """A runtime tensor holding a copy of ``data`` (a NumPy array, list or tensor)."""
-    import numpy as np
-
     require_device(device, "tvm.nd.array")
     if hasattr(data, "numpy") and not isinstance(data, np.ndarray):
         data = data.numpy()

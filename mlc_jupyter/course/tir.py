@@ -11,11 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from .. import tvm_compat
+from .registry import TensorIntrin
 
 
 def __getattr__(name: str) -> Any:
     if name == "TensorIntrin":
-        from .registry import TensorIntrin
-
         return TensorIntrin
     return tvm_compat.course_tir_attr(name)

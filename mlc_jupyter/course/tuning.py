@@ -21,6 +21,9 @@ from typing import Any
 
 from ..errors import TuneError
 from ..results import TuneResult
+from ..tune.options import tuning_target
+from ..tune.records import open_database
+from ..tune.tasks import collect_tasks
 from ..tvm_compat import PrimFunc, Schedule, metaschedule, structural_equal, tvm
 
 
@@ -32,8 +35,6 @@ class TunedDatabase:
     """The JSON database of a tuning work dir, plus the run's :class:`TuneResult`."""
 
     def __init__(self, result: TuneResult) -> None:
-        from ..tune.records import open_database
-
         self.tune_result = result
         self.database = open_database(result.work_dir)
 
@@ -79,7 +80,7 @@ def _tuned(
     mod: Any, target: Any, trials: int, per_iter: int, work_dir: Any, seed: Any, space: Any
 ) -> TunedDatabase:
     """Tune as the book's ``ms`` calls ask: ``trials`` in rounds of at most ``per_iter``."""
-    from ..tune import tune
+    from ..tune import tune  # deferred: tune() imports TVM and MetaSchedule (seconds)
 
     result = tune(
         mod, target, trials=trials, per_iter=min(per_iter, trials), work_dir=work_dir,
@@ -89,8 +90,6 @@ def _tuned(
 
 
 def _normalised(mod: Any) -> Any:
-    from ..tune.tasks import collect_tasks
-
     return collect_tasks(mod, None).workload
 
 
@@ -115,8 +114,6 @@ def compile_tir(database: Any, mod: Any, target: Any) -> Any:
             sch = Schedule(workload)
             result.trace.apply_to_schedule(sch, remove_postproc=False)
             return sch
-    from ..tune.options import tuning_target
-
     stock = metaschedule().tir_integration.compile_tir
     sch = stock(getattr(database, "database", database), _prim_func(mod), tuning_target(target))
     if sch is None:

@@ -211,7 +211,7 @@ def _expression_rows(expr: str, sig: Any, inputs: list[Any], namespace: Any) -> 
             fn = expression_function(expr, names, namespace, lib)
             args = list(inputs[: len(names)])
             if lib == "torch":
-                import torch  # optional, and slow to import
+                import torch  # deferred: optional, and slow to import
 
                 args = [torch.from_numpy(x) for x in args]
             rows.append(callable_contender(lib, fn, args, lib))

@@ -24,6 +24,8 @@ import threading
 import time
 from typing import Any
 
+import numpy as np
+
 from ..cells import parse_script
 from ..compilation import resolve_target
 from ..config import machine_limits_path
@@ -276,8 +278,6 @@ def _measure() -> MachineLimits:
 
 
 def _fma_operands(lanes: int) -> Any:
-    import numpy as np
-
     return np.array([[1.0 + 1e-7] * lanes, [1e-7] * lanes], dtype="float32")
 
 

@@ -162,7 +162,7 @@ def torch_contenders(
     The compiled model is kept for the kernel's life, so only the first race pays for
     compiling; a model ``torch.compile`` cannot handle gets a row that says why.
     """
-    import torch  # optional, and slow to import
+    import torch  # deferred: optional, and slow to import
 
     args = torch_inputs(model, inputs)
 

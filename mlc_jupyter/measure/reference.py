@@ -22,7 +22,7 @@ class _TorchAsNumpy:
     """``np.<name>`` spelled with torch functions, for evaluating a NumPy expression on tensors."""
 
     def __getattr__(self, name: str) -> Any:
-        import torch
+        import torch  # deferred: optional, and slow to import
 
         if name in ("maximum", "minimum"):
             op = getattr(torch, name)
@@ -119,14 +119,14 @@ def model_arity(model: Any, available: int) -> int:
 
 def torch_inputs(model: Any, inputs: list[Any]) -> list[Any]:
     """``inputs`` as PyTorch tensors, as many as ``model`` takes."""
-    import torch  # optional, and slow to import
+    import torch  # deferred: optional, and slow to import
 
     return [torch.as_tensor(x) for x in inputs[: model_arity(model, len(inputs))]]
 
 
 def torch_call(model: Any, inputs: list[Any]) -> Any:
     """``model`` called on ``inputs`` (NumPy) without recording gradients."""
-    import torch  # optional, and slow to import
+    import torch  # deferred: optional, and slow to import
 
     with torch.no_grad():
         return model(*torch_inputs(model, inputs))

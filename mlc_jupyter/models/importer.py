@@ -29,7 +29,7 @@ _UNSUPPORTED = re.compile(r"Unsupported (?:function types?|function target|modul
 
 def _torch() -> Any:
     try:
-        import torch
+        import torch  # deferred: optional (a clear error without it), and slow to import
     except ImportError:
         raise ModelImportError(
             "PyTorch is not installed", hint="pip install torch (the CPU build is enough)"

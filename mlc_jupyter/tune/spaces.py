@@ -49,7 +49,7 @@ def _matmul_space(mod: Any, target: Any) -> Any | None:
     """The matmul space for ``mod`` on ``target``, or ``None`` when it does not apply."""
     if str(target.kind.name) != "llvm":
         return None
-    from .matmul_space import is_matmul_like, space_generator  # imports TVM at import time
+    from .matmul_space import is_matmul_like, space_generator  # deferred: imports TVM
 
     return space_generator(mod, target) if is_matmul_like(mod, target) else None
 

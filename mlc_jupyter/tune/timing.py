@@ -22,6 +22,7 @@ from typing import Any
 
 from ..compilation import build_module, device_for, wait_for_saved_builds
 from ..compilation.call import prepare, to_device
+from ..compilation.remote import RemoteModules
 from ..errors import MLCError
 from ..measure import Sampling, time_module
 from ..measure.inputs import random_inputs
@@ -82,8 +83,6 @@ def time_remote(spec: Any, mods: Sequence[Any], target: Any, name: str = "main")
     bindings, so it does not build for a GPU) or when the server cannot be had any more: the
     search's records are kept either way.
     """
-    from ..compilation.remote import RemoteModules
-
     out: list[Any] = [None] * len(mods)
     try:
         with RemoteModules(spec) as remote:

@@ -5,6 +5,7 @@ Importing this package imports neither TVM nor anywidget; each widget loads on f
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 _WIDGETS = {
@@ -16,7 +17,5 @@ _WIDGETS = {
 
 def __getattr__(name: str) -> Any:
     if name in _WIDGETS:
-        import importlib
-
         return getattr(importlib.import_module(f"{__name__}.{_WIDGETS[name]}"), name)
     raise AttributeError(name)
