@@ -21,7 +21,7 @@ def main() -> None:
     from mlc_jupyter.cells import parse_script
     from mlc_jupyter.dialect import translate
     from mlc_jupyter.schedule import ScheduleSession, run_schedule_cell
-    from mlc_jupyter.widgets.stepper import ScheduleStepper
+    from mlc_jupyter.widgets.schedule_stepper import ScheduleStepper
 
     mod = parse_script(BMM_RELU, {}, kind="tir").objects["MyBmmRelu"]
     code = translate(BMM_STEPS).source

@@ -252,7 +252,7 @@ class Built:
     origin: Any = field(default=None, compare=False, repr=False)
     notes: tuple[str, ...] = ()
     #: What calls the build's functions and reads its code: the compilation service sets it
-    #: (:class:`~mlc_jupyter.compilation.builder.BuiltRuntime`); results import no service.
+    #: (:class:`~mlc_jupyter.compilation.cached_build.BuiltRuntime`); results import no service.
     runtime: Any = field(default=None, compare=False, repr=False)
     checked: bool = False
     from_disk: bool = False

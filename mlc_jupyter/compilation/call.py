@@ -24,7 +24,7 @@ from ..tvm_compat import (
     tvm,
 )
 from .bounds import stopped_out_of_bounds
-from .inspect import Signature, missing_symbols
+from .signatures import Signature, missing_symbols
 from .targets import device_for, gpu_present, is_gpu_target, resolve_target
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import BuildError, RemoteError, error_reason
 from ..tvm_compat import close_rpc_session, tvm
-from .builder import fresh_build
+from .cached_build import fresh_build
 from .targets import device_target, gpu_present, is_gpu_target, resolve_target, target_kind
 
 #: How long to wait for a free server under the key before giving up.

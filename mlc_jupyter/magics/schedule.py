@@ -10,7 +10,7 @@ from IPython.display import display
 
 from ..display.schedule import schedule_bundle
 from ..schedule import ScheduleSession
-from ..widgets.stepper import ScheduleStepper
+from ..widgets.schedule_stepper import ScheduleStepper
 from .lookup import lookup
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 _WIDGETS = {
     "PassStepper": "pass_stepper",
-    "ScheduleStepper": "stepper",
+    "ScheduleStepper": "schedule_stepper",
     "TraceReplay": "trace_replay",
 }
 

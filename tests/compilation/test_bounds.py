@@ -71,7 +71,7 @@ def test_every_listing_of_the_book_passes_the_static_check():
 
 
 def _module(obj):
-    from mlc_jupyter.compilation.inspect import as_module
+    from mlc_jupyter.compilation.signatures import as_module
 
     return as_module(obj)
 
@@ -90,7 +90,7 @@ def test_a_schedule_step_that_drops_the_split_predicate_is_named_with_its_line(s
 
 def test_the_stepper_times_a_step_that_goes_out_of_bounds_as_a_failed_row(shell):
     from mlc_jupyter.schedule import ScheduleSession
-    from mlc_jupyter.widgets.stepper import ScheduleStepper
+    from mlc_jupyter.widgets.schedule_stepper import ScheduleStepper
 
     shell.run_cell_magic("tir", "-q", MM_RELU)
     session = ScheduleSession(shell.user_ns["MyModule"], SPLIT_WITHOUT_PREDICATE, first_line=2)

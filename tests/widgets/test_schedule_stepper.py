@@ -23,7 +23,7 @@ def mm_relu(shell):
 
 
 def test_the_cell_shows_a_stepper_whose_steps_carry_ir_diff_trace_and_loop_tree(mm_relu):
-    from mlc_jupyter.widgets.stepper import ScheduleStepper
+    from mlc_jupyter.widgets.schedule_stepper import ScheduleStepper
 
     widget = ScheduleStepper(ScheduleSession(mm_relu, STEPS, first_line=2))
     assert len(widget.steps) == 5 and widget.index == 4  # initial module + 4 steps, at the end
@@ -38,7 +38,7 @@ def test_the_cell_shows_a_stepper_whose_steps_carry_ir_diff_trace_and_loop_tree(
 
 
 def test_the_saved_notebook_gets_html_with_the_steps_and_the_final_ir(mm_relu):
-    from mlc_jupyter.widgets.stepper import ScheduleStepper
+    from mlc_jupyter.widgets.schedule_stepper import ScheduleStepper
 
     widget = ScheduleStepper(ScheduleSession(mm_relu, STEPS, first_line=2))
     data, _meta = widget._repr_mimebundle_()
@@ -48,7 +48,7 @@ def test_the_saved_notebook_gets_html_with_the_steps_and_the_final_ir(mm_relu):
 
 
 def test_interactive_mode_applies_menu_choices_undoes_redoes_and_exports(mm_relu):
-    from mlc_jupyter.widgets.stepper import ScheduleStepper
+    from mlc_jupyter.widgets.schedule_stepper import ScheduleStepper
 
     widget = ScheduleStepper(ScheduleSession(mm_relu), interactive=True)
     assert widget.blocks == {"Y": ["i (128)", "j (128)", "k (128)"], "C": ["i (128)", "j (128)"]}
@@ -70,7 +70,7 @@ def test_interactive_mode_applies_menu_choices_undoes_redoes_and_exports(mm_relu
 
 
 def test_a_failing_menu_choice_shows_its_reason_and_keeps_the_schedule(mm_relu):
-    from mlc_jupyter.widgets.stepper import ScheduleStepper
+    from mlc_jupyter.widgets.schedule_stepper import ScheduleStepper
 
     widget = ScheduleStepper(ScheduleSession(mm_relu), interactive=True)
     assert not widget.apply("parallel", "Y", {"loop": 2})
@@ -79,7 +79,7 @@ def test_a_failing_menu_choice_shows_its_reason_and_keeps_the_schedule(mm_relu):
 
 
 def test_timing_a_step_records_its_latency(mm_relu):
-    from mlc_jupyter.widgets.stepper import ScheduleStepper
+    from mlc_jupyter.widgets.schedule_stepper import ScheduleStepper
 
     widget = ScheduleStepper(ScheduleSession(mm_relu, STEPS, first_line=2))
     timing = widget.time_step(4)
@@ -103,7 +103,7 @@ def test_python_users_open_a_stepper_on_a_module_without_the_magic(mm_relu):
 
 
 def test_any_error_raised_by_a_front_end_message_is_shown_in_the_widget(mm_relu):
-    from mlc_jupyter.widgets.stepper import ScheduleStepper
+    from mlc_jupyter.widgets.schedule_stepper import ScheduleStepper
 
     widget = ScheduleStepper(ScheduleSession(mm_relu, STEPS, first_line=2))
     widget._handle_custom_msg({"type": "time", "index": 99}, [])  # the path a click takes

@@ -29,7 +29,7 @@ from .bounds import check_bounds
 from .call import bound_function
 from .default_schedule import Progress, has_operators, prepare_model
 from .device_code import device_code_of, failed_kernel_compile
-from .inspect import (
+from .signatures import (
     as_module,
     extern_symbols,
     is_relax,
