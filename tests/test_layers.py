@@ -360,11 +360,6 @@ def test_outside_the_boundary_modules_are_loaded_by_name_only_from_the_package()
     )
 
 
-#: TEMPORARY, until issue 27's tune split lands (tune/driver.py <-> tune/model.py become
-#: tune/kernel.py and tune/whole_model.py): the one circle on main. Add nothing here.
-_UNTIL_THE_TUNE_SPLIT = frozenset({"tune.driver", "tune.model"})
-
-
 def test_no_module_imports_itself_back_at_import_time():
     cycles = [text for _, text in import_cycles(with_deferred=False)]
     assert not cycles, (
@@ -375,11 +370,7 @@ def test_no_module_imports_itself_back_at_import_time():
 
 
 def test_no_function_level_import_closes_a_circle():
-    cycles = [
-        text
-        for modules, text in import_cycles(with_deferred=True)
-        if not modules <= _UNTIL_THE_TUNE_SPLIT
-    ]
+    cycles = [text for _, text in import_cycles(with_deferred=True)]
     assert not cycles, (
         "modules that import each other once function-level imports count (the deferred import "
         "hides the circle; it still means neither module can be understood alone); move what "
