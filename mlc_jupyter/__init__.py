@@ -19,6 +19,8 @@ __all__ = [
     "load_ipython_extension",
     "parse_relax",
     "parse_tir",
+    "to_torch",
+    "torch_backend",
     "unload_ipython_extension",
 ]
 
@@ -26,9 +28,15 @@ __all__ = [
 _WIDGETS = ("PassStepper", "ScheduleStepper", "TraceReplay")
 
 
+#: Builds out to PyTorch (a module, a ``torch.compile`` backend), also loaded on first use.
+_DEPLOY = ("to_torch", "torch_backend")
+
+
 def __getattr__(name: str) -> Any:
     if name in _WIDGETS:
         return getattr(importlib.import_module(".widgets", __name__), name)
+    if name in _DEPLOY:
+        return getattr(importlib.import_module(".deploy", __name__), name)
     raise AttributeError(f"module 'mlc_jupyter' has no attribute {name!r}")
 
 

@@ -262,6 +262,11 @@ class TraceError(MLCError):
     """A trace or a sampling decision that cannot be replayed."""
 
 
+class DeployError(MLCError):
+    """A model that cannot leave the notebook as asked: not built, or a path that cannot be
+    written (``%mlc_export``, the PyTorch module and ``torch.compile`` backend)."""
+
+
 class CellRaised(CellError):  # noqa: N818 - named for what the cell did; the raised type leads
     """An ordinary code cell that failed inside TVM, shown at the cell line that raised.
 

@@ -852,3 +852,32 @@ def is_array(obj: Any) -> bool:
     import tvm_ffi
 
     return isinstance(obj, tvm_ffi.Array)
+
+
+# -- builds out of the notebook (PyTorch module, torch.compile backend, exported loader) --------
+
+
+def bind_inputs(mod: Any, values: dict[int, Any]) -> Any:
+    """``mod`` with the parameters of ``main`` at the given indices bound to constants."""
+    _tvm = tvm()
+    params = list(mod["main"].params)
+    binding = {params[index]: _tvm.runtime.tensor(value) for index, value in values.items()}
+    return _tvm.relax.transform.BindParams("main", binding)(mod)
+
+
+#: What an exported loader runs on: TVM's runtime in TVM 0.27's spelling, as plain Python text
+#: (the loader imports TVM, not mlc_jupyter).
+LOADER_RUNTIME = '''
+def _device(kind):
+    return tvm.cpu(0) if kind in ("llvm", "c") else tvm.runtime.device(kind, 0)
+
+
+def _machine(library, kind):
+    """The Relax VM over the exported library, on the device of its target."""
+    return tvm.relax.VirtualMachine(tvm.runtime.load_module(library), _device(kind))
+
+
+def _tensor(array, device):
+    """An aligned TVM tensor holding a copy of a NumPy array."""
+    return tvm.runtime.tensor(array, device=device)
+'''

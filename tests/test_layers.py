@@ -38,6 +38,7 @@ UNITS = {
     "cells": "service",
     "compilation": "service",
     "course": "service",  # the course shims ordinary cells reach in course mode
+    "deploy": "service",  # builds out to PyTorch (module, torch.compile) and exported programs
     "graph": "service",
     "measure": "service",
     "models": "service",
@@ -62,6 +63,7 @@ SERVICE_USES = {
     "schedule": set(),
     "measure": {"cells", "compilation"},  # cells: the machine-limit kernels are TVMScript
     "course": {"compilation", "measure", "tune"},
+    "deploy": {"compilation", "models", "tune"},
     "models": {"compilation"},
     "passes": {"compilation", "graph", "schedule"},
     "tune": {"compilation", "measure"},

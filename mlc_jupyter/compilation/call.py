@@ -48,7 +48,8 @@ def _as_numpy(value: Any) -> Any:
     return np.asarray(value)
 
 
-def _check(sig: Signature, index: int, value: Any) -> None:
+def check_argument(sig: Signature, index: int, value: Any) -> None:
+    """Raise ``CallError`` when argument ``index`` disagrees with the signature's shape or dtype."""
     param = sig.params[index]
     shape = tuple(getattr(value, "shape", ()))
     dtype = str(getattr(value, "dtype", "")).replace("torch.", "")
@@ -125,7 +126,7 @@ def to_device(
     dev = device_for(built.target) if device is None else device
     tensors = []
     for index, value in enumerate(args):
-        _check(sig, index, value)
+        check_argument(sig, index, value)
         tensors.append(tensor(_as_numpy(value).copy(), device=dev))
     allocated = 0
     if len(args) == n_in and n_all != n_in:

@@ -97,7 +97,7 @@ def import_model(
         captured = time.perf_counter()
         report("translating to Relax", 0, 0)
         if via == "export":
-            mod = _translate(
+            mod = translate_graph(
                 graph.graph,
                 lambda: torch_frontend().from_exported_program(
                     graph, keep_params_as_input=keep, unwrap_unit_return_tuple=True
@@ -105,7 +105,7 @@ def import_model(
             )
         else:
             info = [(tuple(a.shape), str(a.dtype).replace("torch.", "")) for a in args]
-            mod = _translate(
+            mod = translate_graph(
                 graph.graph,
                 lambda: torch_frontend().from_fx(
                     graph, info, keep_params_as_input=keep, unwrap_unit_return_tuple=True
@@ -161,7 +161,8 @@ def _trace(torch: Any, model: Any) -> Any:
     return torch.fx.GraphModule(model, graph)
 
 
-def _translate(graph: Any, translate: Callable[[], Any], module: Any = None) -> Any:
+def translate_graph(graph: Any, translate: Callable[[], Any], module: Any = None) -> Any:
+    """``translate()`` (a TVM importer); an operator it lacks is named with the model line."""
     try:
         return translate()
     except Exception as err:  # noqa: BLE001 - TVM asserts; turn it into a located message

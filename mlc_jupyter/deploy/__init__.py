@@ -1,0 +1,27 @@
+"""Builds taken out of the notebook: into PyTorch and into plain Python programs.
+
+:func:`to_torch` wraps a model build as a ``torch.nn.Module`` (tensors shared through DLPack),
+:func:`torch_backend` is a ``torch.compile`` backend that builds each captured graph the way
+``%mlc_build`` does (tuned records applied). Importing this package imports neither TVM nor PyTorch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["to_torch", "torch_backend"]
+
+
+def to_torch(obj: Any, name: str = "the model") -> Any:
+    """A ``torch.nn.Module`` running a model build (see :func:`.torch_module.to_torch`)."""
+    from .torch_module import to_torch as _to_torch
+
+    return _to_torch(obj, name)
+
+
+def torch_backend(**options: Any) -> Any:
+    """A ``torch.compile`` backend (see :class:`.torch_backend.TorchBackend`)."""
+    from .torch_backend import TorchBackend
+
+    return TorchBackend(**options)
+

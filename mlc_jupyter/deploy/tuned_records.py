@@ -1,0 +1,66 @@
+"""Tuned records put into a model as it is built: each kernel a tuning run has measured gets
+its best schedule from the run's database, the others keep their default schedules.
+
+A kernel is found by its workload (the unscheduled kernel, as ``%mlc_tune`` stores it), so the
+records of one model serve any other model, or ``torch.compile`` subgraph, that fuses the same
+kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..compilation.default_schedule import Prepared
+from ..errors import DeployError
+from ..results import TuneResult
+from ..tune.records import open_database
+from ..tune.tasks import collect_tasks
+from ..tvm_compat import IS_SCHEDULED_ATTR, IRModule
+
+
+@dataclass(frozen=True)
+class WithRecords:
+    """A prepared model with tuned kernels in place: ``tuned`` names the kernels replaced."""
+
+    mod: Any
+    tuned: tuple[str, ...]
+
+
+def work_dirs(records: Any) -> tuple[Path, ...]:
+    """The tuning work dirs ``records`` names: a :class:`TuneResult`, a folder, or several."""
+    if records is None:
+        return ()
+    if isinstance(records, (list, tuple)):
+        return tuple(d for item in records for d in work_dirs(item))
+    if isinstance(records, TuneResult):
+        return (Path(records.work_dir),)
+    if isinstance(records, (str, Path)):
+        return (Path(records),)
+    raise DeployError(
+        f"records must be a %mlc_tune result or a tuning work dir, not {type(records).__name__}"
+    )
+
+
+def apply_records(prepared: Prepared, dirs: tuple[Path, ...], target: Any) -> WithRecords:
+    """``prepared.mod`` with each kernel the databases of ``dirs`` hold replaced by its best
+    schedule (the first database that has the kernel wins)."""
+    databases = [open_database(d) for d in dirs]
+    made = set(prepared.scheduled) | set(prepared.unscheduled)
+    out = prepared.mod.clone() if databases else prepared.mod
+    tuned = []
+    for gv, _kernel in prepared.mod.functions_items():
+        name = gv.name_hint
+        if name not in made:
+            continue
+        workload = collect_tasks(IRModule()({name: prepared.fused[name]}), target).mods[0]
+        for database in databases:
+            schedule = database.query_schedule(workload, target, workload_name="main")
+            if schedule is None:
+                continue
+            func = schedule.mod["main"].with_attr("global_symbol", name)
+            out.update_func(out.get_global_var(name), func.with_attr(IS_SCHEDULED_ATTR, True))
+            tuned.append(name)
+            break
+    return WithRecords(out, tuple(tuned))

@@ -1,0 +1,144 @@
+"""``torch.compile`` with the workbench's backend: each graph Dynamo captures is built here."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from pathlib import Path
+
+import pytest
+import tomllib
+
+torch = pytest.importorskip("torch")
+
+from mlc_jupyter import to_torch, torch_backend  # noqa: E402 - after the skip
+from mlc_jupyter.errors import DeployError  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class _Broken(torch.nn.Module):
+    """Linear, batch norm, ReLU | graph break | Linear: two graphs for the backend."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(16, 8)
+        self.norm = torch.nn.BatchNorm1d(8)
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        y = torch.relu(self.norm(self.linear(x)))
+        torch._dynamo.graph_break()
+        return self.head(y)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def _broken_model():
+    torch.manual_seed(0)
+    model = _Broken().eval()
+    with torch.no_grad():
+        model.norm.running_mean.uniform_(-1, 1)
+        model.norm.running_var.uniform_(0.5, 2)
+    return model
+
+
+def test_torch_compile_in_a_real_shell_builds_each_graph_of_a_graph_break(shell):
+    shell.user_ns.update(model=_broken_model(), torch_backend=torch_backend)
+    cell = (
+        "import torch\nbackend = torch_backend()\n"
+        "compiled = torch.compile(model, backend=backend)\n"
+        "x = torch.randn(2, 16, generator=torch.Generator().manual_seed(1))\n"
+        "out, again = compiled(x), compiled(2 * x)"
+    )
+    assert shell.run_cell(cell).success
+    ns = shell.user_ns
+    model, x = ns["model"], ns["x"]
+    torch.testing.assert_close(ns["out"], model(x), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(ns["again"], model(2 * x), rtol=1e-5, atol=1e-5)
+    graphs = ns["backend"].graphs
+    assert len(graphs) == 2
+    assert graphs[0].weights == 6 and graphs[0].inputs == 1  # weights bound, x passed
+    assert "graph 0: 3 operators ->" in graphs[0].describe()
+
+
+def test_weights_passed_as_inputs_follow_changes_to_the_model():
+    model = _broken_model()
+    backend = torch_backend(params="inputs")
+    compiled = torch.compile(model, backend=backend)
+    x = torch.randn(2, 16, generator=torch.Generator().manual_seed(2))
+    torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+    assert [g.weights for g in backend.graphs] == [0, 0]
+    with torch.no_grad():
+        model.head.bias.add_(1.0)
+    torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+
+
+def test_options_of_torch_compile_reach_the_backend():
+    model = _broken_model()
+    backend = torch_backend()
+    compiled = torch.compile(model, backend=backend, options={"params": "inputs"})
+    x = torch.randn(2, 16, generator=torch.Generator().manual_seed(3))
+    torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+    assert [g.weights for g in backend.graphs] == [0, 0]
+
+
+def test_the_entry_point_torch_finds_by_name_is_the_backend():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    target = project["project"]["entry-points"]["torch_dynamo_backends"]["mlc_jupyter"]
+    module, name = target.split(":")
+    backend = getattr(import_module(module), name)
+    model = _broken_model()
+    x = torch.randn(2, 16, generator=torch.Generator().manual_seed(4))
+    compiled = torch.compile(model, backend=backend, options={"params": "bound"})
+    torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+
+
+def test_an_operator_tvm_lacks_is_named_with_the_model_line():
+    class Bessel(torch.nn.Module):
+        def forward(self, x):
+            return torch.special.bessel_j0(x) + 1
+
+    compiled = torch.compile(Bessel(), backend=torch_backend())
+    with pytest.raises(Exception, match="TVM cannot translate operator") as info:
+        compiled(torch.ones(4))
+    assert "bessel_j0" in str(info.value)
+
+
+def test_dynamic_shapes_are_refused_with_a_hint():
+    model = torch.nn.Linear(4, 2).eval()
+    compiled = torch.compile(model, backend=torch_backend(), dynamic=True)
+    with pytest.raises(Exception, match="backend builds fixed shapes") as info:
+        compiled(torch.ones(3, 4))
+    assert "dynamic=False" in str(info.value)
+
+
+def test_unknown_options_are_refused():
+    with pytest.raises(DeployError, match="unknown params 'frozen'"):
+        torch_backend(params="frozen")
+    with pytest.raises(DeployError, match="records must be a %mlc_tune result or a tuning work"):
+        torch_backend(records=3)
+
+
+@pytest.mark.slow
+def test_a_tuned_models_records_reach_torch_compile_and_the_torch_module(tmp_path):
+    from mlc_jupyter import tune as tuning
+    from mlc_jupyter.models import import_model
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8)
+    ).eval()
+    x = torch.randn(2, 64, generator=torch.Generator().manual_seed(5))
+    tuned = tuning.tune(import_model(model, x), None, trials=16, work_dir=tmp_path, seed=0)
+    kept = [task.name for task in tuned.model_tasks if task.trials]
+    backend = torch_backend(records=tuned)
+    compiled = torch.compile(model, backend=backend)
+    torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+    (graph,) = backend.graphs
+    assert kept and set(kept) <= set(graph.tuned)
+    torch.testing.assert_close(to_torch(tuned)(x), model(x), rtol=1e-5, atol=1e-5)
