@@ -14,14 +14,13 @@ __all__ = ["to_torch", "torch_backend"]
 
 def to_torch(obj: Any, name: str = "the model") -> Any:
     """A ``torch.nn.Module`` running a model build (see :func:`.torch_module.to_torch`)."""
-    from .torch_module import to_torch as _to_torch
+    from .torch_module import to_torch as _to_torch  # deferred: imports torch and TVM
 
     return _to_torch(obj, name)
 
 
 def torch_backend(**options: Any) -> Any:
     """A ``torch.compile`` backend (see :class:`.torch_backend.TorchBackend`)."""
-    from .torch_backend import TorchBackend
+    from .torch_backend import TorchBackend  # deferred: imports torch and TVM
 
     return TorchBackend(**options)
-
