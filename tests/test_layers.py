@@ -380,6 +380,47 @@ def test_no_function_level_import_closes_a_circle():
     )
 
 
+def _says_why_deferred(lines: list[str], import_lines: set[int], node: ast.stmt) -> bool:
+    """A ``# deferred: <why>`` comment on the import or above it (through the imports and
+    comments right before it, so one comment can cover a group of deferred imports)."""
+    if any(DEFERRED.search(lines[i - 1]) for i in range(node.lineno, node.end_lineno + 1)):
+        return True
+    i = node.lineno - 1
+    while i >= 1 and (i in import_lines or lines[i - 1].lstrip().startswith("#")):
+        if DEFERRED.search(lines[i - 1]):
+            return True
+        i -= 1
+    return False
+
+
+def test_every_function_level_import_says_why_it_is_deferred():
+    wrong = []
+    for path in _sources():
+        lines = path.read_text().splitlines()
+        imports = _top_level_and_deferred(path)
+        import_lines = {i for node, _ in imports for i in range(node.lineno, node.end_lineno + 1)}
+        for node, deferred in imports:
+            if not deferred:
+                continue
+            if path.relative_to(PACKAGE).as_posix() in BOUNDARY and {
+                _absolute(name)[1] for name in _imported_modules(node)
+            } <= {"tvm", "tvm_ffi"}:
+                continue  # the boundary loads TVM on first use: its whole reason to exist
+            if not _says_why_deferred(lines, import_lines, node):
+                wrong.append(f"{_where(path, node.lineno)}: {lines[node.lineno - 1].strip()}")
+    assert not wrong, (
+        "function-level imports without a '# deferred: <why>' comment (docs/DEVELOPING.md, "
+        '"Layers"): an import is deferred only when importing costs (TVM, torch, anywidget, '
+        "the magics at %load_ext); move the others to the top of the module:\n" + "\n".join(wrong)
+    )
+
+
+def _imported_modules(node: ast.stmt) -> list[str]:
+    if isinstance(node, ast.ImportFrom):
+        return ["." * node.level + (node.module or "")]
+    return [alias.name for alias in node.names]
+
+
 def _moved_name_uses(path: Path) -> list[str]:
     found = []
     tokens = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
@@ -487,6 +528,10 @@ CAUGHT = [
         r"schedule\.planted_c \(mlc_jupyter/schedule/planted_c\.py:1\) -> schedule\.planted_d "
         r"\(mlc_jupyter/schedule/planted_d\.py:3\) -> schedule\.planted_c",
     ),
+    (
+        test_every_function_level_import_says_why_it_is_deferred,
+        r"planted_deferred\.py:8: import csv",
+    ),
     (test_no_version_specific_tvm_name_outside_the_boundary, r"results\.py:\d+: get_sblock"),
 ]
 
@@ -513,10 +558,14 @@ def test_each_check_catches_its_planted_violation(check, message, planted_packag
 
 
 def test_the_circle_checks_tell_import_time_from_function_level(planted_package, monkeypatch):
-    """The deferred circle is not an import-time one."""
+    """The deferred circle is not an import-time one, and a deferred import with a reason passes."""
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", planted_package)
     import_time = " ".join(text for _, text in import_cycles(with_deferred=False))
     assert "planted_a" in import_time and "planted_c" not in import_time
+    with pytest.raises(AssertionError) as caught:
+        test_every_function_level_import_says_why_it_is_deferred()
+    assert "planted_deferred.py:2" not in str(caught.value)
+    assert "planted_d.py" not in str(caught.value)
 
 
 #: Test folders that are not packages of mlc_jupyter: end-to-end paths a user takes.

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import TuneError
 from ..results import TuneResult
+from ..tune import tune
 from ..tune.options import tuning_target
 from ..tune.records import open_database
 from ..tune.tasks import collect_tasks
@@ -80,8 +81,6 @@ def _tuned(
     mod: Any, target: Any, trials: int, per_iter: int, work_dir: Any, seed: Any, space: Any
 ) -> TunedDatabase:
     """Tune as the book's ``ms`` calls ask: ``trials`` in rounds of at most ``per_iter``."""
-    from ..tune import tune  # deferred: tune() imports TVM and MetaSchedule (seconds)
-
     result = tune(
         mod, target, trials=trials, per_iter=min(per_iter, trials), work_dir=work_dir,
         space=space, seed=seed,

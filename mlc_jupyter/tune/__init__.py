@@ -64,13 +64,13 @@ def tune(
     budget = budget_for(trials, time)
     search = SearchOptions(per_iter, seed, space, rpc, on_progress)
     if is_relax_model(mod):
-        from .whole_model import tune_model  # imports TVM and MetaSchedule (see above)
+        from .whole_model import tune_model  # deferred: imports TVM and MetaSchedule
 
         return tune_model(
             mod, target, budget, search, func=func, work_dir=work_dir, fresh=fresh,
             on_task=on_task,
         )  # fmt: skip
-    from .kernel import tune_kernel  # imports TVM and MetaSchedule (see above)
+    from .kernel import tune_kernel  # deferred: imports TVM and MetaSchedule
 
     return tune_kernel(
         mod, target, budget, search, work_dir=work_dir, fresh=fresh, baseline=baseline
