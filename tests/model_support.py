@@ -25,6 +25,23 @@ def encoder_layer() -> Any:
     return nn.TransformerEncoderLayer(256, 4, batch_first=True).eval()
 
 
+def mobilenet_block() -> Any:
+    """A MobileNet-style depthwise-separable block: 3x3 depthwise conv (stride 2), batch norm,
+    ReLU6, then a 1x1 pointwise conv to twice the channels, batch norm, ReLU6; eval mode."""
+    from torch import nn
+
+    torch_seed()
+    channels = 32
+    return nn.Sequential(
+        nn.Conv2d(channels, channels, 3, 2, 1, groups=channels, bias=False),
+        nn.BatchNorm2d(channels),
+        nn.ReLU6(),
+        nn.Conv2d(channels, 2 * channels, 1, bias=False),
+        nn.BatchNorm2d(2 * channels),
+        nn.ReLU6(),
+    ).eval()
+
+
 def resnet18() -> Any:
     """ResNet-18 (random weights, eval mode), torchvision's layout and names."""
     from torch import nn

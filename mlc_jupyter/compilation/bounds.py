@@ -16,7 +16,14 @@ from typing import Any
 
 from .. import origins
 from ..errors import OutOfBoundsError
-from ..tvm_compat import IRModule, PrimFunc, block_bindings, buffer_accesses, check_out_of_bounds
+from ..tvm_compat import (
+    IRModule,
+    PrimFunc,
+    block_bindings,
+    buffer_accesses,
+    check_out_of_bounds,
+    guarded_in_bounds,
+)
 
 _FINDING = re.compile(
     r"Out of bounds memory access on buffer (?P<buffer>\S+) dimension (?P<dim>\d+)\. "
@@ -80,12 +87,40 @@ def _raw_findings(name: str, func: Any) -> list[OutOfBounds]:
     report = check_out_of_bounds(IRModule()({name: func}))
     if report:
         found = [m for m in map(_FINDING.search, report.splitlines()) if m]
-        return [
+        return _unguarded(func, [
             OutOfBounds(name, m["buffer"], int(m["dim"]), m["index"], m["low"], m["high"],
                         m["extent"])
             for m in found
-        ]  # fmt: skip
+        ])  # fmt: skip
     return []
+
+
+def _unguarded(func: Any, found: list[OutOfBounds]) -> list[OutOfBounds]:
+    """``found`` less the accesses a condition keeps inside their buffer.
+
+    TVM's checker ranges an index over its loops alone; a block predicate, ``T.if_then_else``
+    padding or an ``if`` around the access can keep it inside (dlight's and MetaSchedule's
+    schedules of padded convolutions and of splits that do not divide). A finding stays unless
+    every access it can be (same buffer and index as written; else every access of that buffer)
+    is proved inside under its guards.
+    """
+    if not found:
+        return found
+    accesses = guarded_in_bounds(func, {f.buffer for f in found})
+
+    def guarded(finding: OutOfBounds) -> bool:
+        of_buffer = [(i, inside) for b, i, inside in accesses if b.name == finding.buffer]
+        same = [
+            inside
+            for indices, inside in of_buffer
+            if len(indices) > finding.dimension and str(indices[finding.dimension]) == finding.index
+        ]
+        candidates = same or [inside for _, inside in of_buffer]
+        return bool(candidates) and all(
+            len(inside) > finding.dimension and inside[finding.dimension] for inside in candidates
+        )
+
+    return [f for f in found if not guarded(f)]
 
 
 def _binding_findings(name: str, func: Any) -> list[OutOfBounds]:

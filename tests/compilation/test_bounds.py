@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+
+import model_support
 import numpy as np
 import pytest
 from build_support import LISTINGS
@@ -10,6 +13,7 @@ from IPython.utils.capture import capture_output
 from mlc_jupyter.cells import parse_script
 from mlc_jupyter.compilation import build_module
 from mlc_jupyter.compilation.bounds import find_out_of_bounds
+from mlc_jupyter.compilation.device_code import find_nvcc
 from mlc_jupyter.errors import OutOfBoundsError
 
 MM_RELU = (LISTINGS / "ch2_mm_relu.py").read_text()
@@ -140,3 +144,94 @@ def test_tuning_refuses_an_out_of_bounds_workload_before_it_runs_any_candidate(t
     with pytest.raises(OutOfBoundsError, match="C\\[vi \\+ 1, vj\\]"):
         tune(mod, trials=4, work_dir=tmp_path)
     assert not (tmp_path / "database_tuning_record.json").exists()
+
+
+#: A 3-tap window sum over a zero-padded input: the padding guards the load (``LIMIT`` 15 keeps
+#: it inside A; 16 lets the last window read one past A's end).
+PADDED_WINDOW = """
+@T.prim_func
+def window(A: T.Buffer((14,), "float32"), B: T.Buffer((14,), "float32")):
+    for i, k in T.grid(14, 3):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + T.if_then_else(
+                1 <= vi + vk and vi + vk < LIMIT, A[vi + vk - 1], T.float32(0)
+            )
+"""
+#: A split that does not divide, guarded by a block predicate (as dlight binds loops to threads).
+PREDICATED_SPLIT = """
+@T.prim_func
+def scale(A: T.Buffer((100,), "float32"), B: T.Buffer((100,), "float32")):
+    for i0, i1 in T.grid(4, 32):
+        with T.block("B"):
+            vi = T.axis.spatial(128, i0 * 32 + i1)
+            T.where(i0 * 32 + i1 < LIMIT)
+            B[vi] = A[vi] * T.float32(2)
+"""
+#: The tail of a loop guarded by an ``if`` with a ``likely`` hint (what loop partitioning writes).
+LIKELY_TAIL = """
+@T.prim_func
+def tail(A: T.Buffer((100,), "float32"), B: T.Buffer((100,), "float32")):
+    for i0, i1 in T.grid(4, 32):
+        if T.likely(i0 * 32 + i1 < LIMIT):
+            B[i0 * 32 + i1] = A[i0 * 32 + i1] + T.float32(1)
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "inside", "outside", "size", "reference"),
+    [
+        (PADDED_WINDOW, 15, 16, 14, lambda a: np.convolve(a, np.ones(3, "float32"))[1:15]),
+        (PREDICATED_SPLIT, 100, 101, 100, lambda a: a * 2),
+        (LIKELY_TAIL, 100, 101, 100, lambda a: a + 1),
+    ],
+    ids=["if_then_else padding", "block predicate", "likely if"],
+)
+def test_an_access_kept_inside_by_its_guard_builds_and_a_guard_that_lets_it_out_is_refused(
+    source, inside, outside, size, reference
+):
+    built = build_module(parse_script(source.replace("LIMIT", str(inside)), kind="tir").value)
+    a = np.random.default_rng(0).standard_normal(size).astype("float32")
+    b = np.zeros(size, "float32")
+    built(a, b)
+    np.testing.assert_allclose(b, reference(a), rtol=1e-5, atol=1e-6)
+    leaky = parse_script(source.replace("LIMIT", str(outside)), kind="tir").value
+    with pytest.raises(OutOfBoundsError, match="goes out of bounds") as caught:
+        build_module(leaky)
+    assert "A[" in str(caught.value) or "B[" in str(caught.value)
+
+
+#: Real models and an input each: every operator kind a learner imports first.
+CORPUS = {
+    "ResNet-18": (model_support.resnet18, (1, 3, 224, 224)),
+    "MobileNet block": (model_support.mobilenet_block, (1, 32, 56, 56)),
+    "encoder layer": (model_support.encoder_layer, (1, 128, 256)),
+    "book MLP": (model_support.mlp, (1, 784)),
+}
+
+
+@functools.cache
+def _imported(name: str):
+    import torch
+
+    from mlc_jupyter.models import import_model
+
+    make, shape = CORPUS[name]
+    model_support.torch_seed()
+    return import_model(make(), (torch.randn(*shape),)).mod
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["llvm", "cuda -arch=sm_90a"])
+@pytest.mark.parametrize("name", list(CORPUS))
+def test_every_kernel_of_real_models_builds_with_the_default_schedules_and_no_refusal(name, target):
+    """dlight's guards and the padded convolutions of a CUDA build are not out of bounds."""
+    pytest.importorskip("torch")
+    mod = _imported(name)
+    built = build_module(mod, target, persist=False)  # the default schedules, then the check
+    kernels = [gv for gv, f in built.mod.functions_items() if hasattr(f, "body")]
+    assert kernels and find_out_of_bounds(built.mod) == []
+    if target.startswith("cuda") and find_nvcc() is not None:
+        assert built.device_code.compiled, built.device_code.note  # PTX and a cubin, no GPU
