@@ -36,3 +36,12 @@ def model_build(obj: Any, name: str = "the model") -> Built:
         f"{name} is a {type(obj).__name__}, not a model build",
         hint="give what %mlc_build or %mlc_tune bound for an imported model",
     )
+
+
+def model_inputs(built: Built, sig: Any) -> int:
+    """How many of ``main``'s parameters are the model's inputs (the rest are its weights, for a
+    model imported with ``--params inputs``)."""
+    origin = built.origin
+    if origin is None or getattr(origin, "params", "bound") != "inputs":
+        return len(sig.params)
+    return len(origin.summary.inputs)

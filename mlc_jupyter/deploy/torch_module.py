@@ -19,7 +19,7 @@ from ..compilation import describe_target
 from ..compilation.call import check_argument, prepare, runtime_function
 from ..errors import CallError
 from ..results import Built
-from .built import model_build
+from .built import model_build, model_inputs
 from .torch_tensors import as_torch, check_device, shareable, torch_device
 
 
@@ -33,7 +33,7 @@ class TVMModule(torch.nn.Module):
         self._main = runtime_function(built, "main")
         self.target_kind = str(built.target.kind.name)
         self.device_type = torch_device(self.target_kind)
-        n_inputs = _model_inputs(built, self.signature)
+        n_inputs = model_inputs(built, self.signature)
         self.inputs = self.signature.params[:n_inputs]
         self._weight_names: list[str] = []
         weights = _weights(built, n_inputs)
@@ -73,14 +73,6 @@ def to_torch(obj: Any, name: str = "the model") -> TVMModule:
     """``obj`` (what ``%mlc_build`` or ``%mlc_tune`` bound for an imported model) as a
     ``torch.nn.Module``; raises :class:`~mlc_jupyter.errors.DeployError` when it is not built."""
     return TVMModule(model_build(obj, name))
-
-
-def _model_inputs(built: Built, sig: Any) -> int:
-    """How many of ``main``'s parameters are the model's inputs (the rest are its weights)."""
-    origin = built.origin
-    if origin is None or getattr(origin, "params", "bound") != "inputs":
-        return len(sig.params)
-    return len(origin.summary.inputs)
 
 
 def _weights(built: Built, n_inputs: int) -> tuple[Any, ...]:

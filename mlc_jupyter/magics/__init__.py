@@ -15,7 +15,7 @@ from .quiet import quiet
 MAGIC_MODULES: tuple[str, ...] = (
     "cells", "build", "timing", "schedule", "trace", "tune", "devices", "passes", "course",
     "machine",
-    "models",
+    "models", "export",
 )  # fmt: skip
 
 
