@@ -1,5 +1,5 @@
 """Cell text -> TensorIR / Relax objects (the service behind ``%%tir`` and ``%%relax``)."""
 
-from .parse import parse_script
+from .parse import ParsedCell, parse_script
 
-__all__ = ["parse_script"]
+__all__ = ["ParsedCell", "parse_script"]

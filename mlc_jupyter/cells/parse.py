@@ -17,12 +17,12 @@ import time
 import traceback
 import types
 import warnings
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import origins, tvm_compat
 from ..dialect import Translation, translate
 from ..errors import CellError, TVMScriptError, error_reason
-from ..results import ParsedCell
 from .checks import check_loop_extents
 
 _counter = itertools.count(1)
@@ -30,6 +30,32 @@ LOCATION = re.compile(r"-->\s*(?P<file><[^>]+>|[^\s:]+):(?P<line>\d+):(?P<col>\d
 _CARETS = re.compile(r"\^+")
 
 KINDS = ("tir", "relax")
+
+
+@dataclass(frozen=True)
+class ParsedCell:
+    """What a ``%%tir`` / ``%%relax`` cell defined.
+
+    ``objects`` maps each top-level name the cell defined to its value (``IRModule``,
+    ``PrimFunc``, Relax ``Function``, or a plain Python value); ``value`` is the last definition,
+    the one a cell's ``_`` holds.
+    """
+
+    kind: str
+    objects: dict[str, Any]
+    source: str
+    translated: str
+    translations: tuple[str, ...] = ()
+    parse_seconds: float = 0.0
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.objects)
+
+    @property
+    def value(self) -> Any:
+        return self.objects[self.names[-1]] if self.objects else None
 
 
 def parse_script(

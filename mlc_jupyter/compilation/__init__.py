@@ -1,6 +1,6 @@
 """Targets, cached builds and calls into built modules (the service behind ``%mlc_build``)."""
 
-from .cached_build import SCHEDULES, build_module, clear_cache
+from .cached_build import SCHEDULES, Built, build_module, clear_cache
 from .disk_cache import flush as wait_for_saved_builds
 from .source import SOURCE_KINDS, generated_source
 from .targets import describe_target, device_for, gpu_present, is_gpu_target, resolve_target
@@ -8,6 +8,7 @@ from .targets import describe_target, device_for, gpu_present, is_gpu_target, re
 __all__ = [
     "SCHEDULES",
     "SOURCE_KINDS",
+    "Built",
     "build_module",
     "clear_cache",
     "describe_target",

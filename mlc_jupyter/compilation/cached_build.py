@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import checked_builds
 from ..errors import BuildError, error_reason
-from ..results import Built, ImportedModel
+from ..results import ImportedModel
 from ..tvm_compat import compile as tvm_compile
 from ..tvm_compat import (
     compile_checked,
@@ -28,7 +29,7 @@ from . import disk_cache
 from .bounds import check_bounds
 from .call import bound_function
 from .default_schedule import Progress, has_operators, prepare_model
-from .device_code import device_code_of, failed_kernel_compile
+from .device_code import DeviceCode, device_code_of, failed_kernel_compile
 from .signatures import (
     as_module,
     extern_symbols,
@@ -40,8 +41,61 @@ from .source import generated_source
 from .targets import is_gpu_target, resolve_target
 
 
+@dataclass(frozen=True)
+class Built:
+    """A built module (``%mlc_build`` / ``build_module``): call its functions like Python ones.
+
+    ``built["mm_relu"](A, B)`` or ``built.mm_relu(A, B)`` with NumPy arrays, PyTorch tensors or
+    TVM tensors; passing only the inputs of a destination-passing function returns the outputs.
+    ``cached`` says the build came from the cache (``from_disk``: the one kept between kernel
+    restarts), ``build_s`` what the (original) build cost;
+    ``checked`` that every buffer index is tested at run time.
+    ``mod`` is the module as built: for a Relax model, operators legalised, fused and scheduled.
+    ``origin`` is the :class:`~mlc_jupyter.results.ImportedModel` it was built from (its example arguments and its
+    PyTorch model are ``%mlc_time``'s default inputs and reference), else ``None``.
+    """
+
+    mod: Any
+    target: Any
+    executable: Any
+    signatures: dict[str, Any]
+    build_s: float
+    cached: bool = False
+    relax: bool = False
+    extern_symbols: tuple[str, ...] = ()
+    key: str = ""
+    device_code: DeviceCode | None = None
+    origin: Any = field(default=None, compare=False, repr=False)
+    notes: tuple[str, ...] = ()
+    #: What calls the build's functions, reads its code and builds it again
+    #: (:class:`BuiltRuntime`), so the modules this one imports (:mod:`.source`) can rebuild one.
+    runtime: Any = field(default=None, compare=False, repr=False)
+    checked: bool = False
+    from_disk: bool = False
+
+    @property
+    def functions(self) -> list[str]:
+        return list(self.signatures)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.runtime.bound_function(self, name)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name not in self.__dict__.get("signatures", {}):
+            raise AttributeError(name)
+        return self[name]
+
+    def __call__(self, *args: Any) -> Any:
+        """Call the module's only (or ``main``) function."""
+        return self.runtime.bound_function(self, None)(*args)
+
+    def source(self, kind: str = "tir") -> str:
+        """Generated code: ``tir``, ``llvm``, ``asm``, ``cuda`` or ``ptx``."""
+        return self.runtime.generated_source(self, kind)
+
+
 class BuiltRuntime:
-    """What a :class:`~mlc_jupyter.results.Built` calls for its functions and generated code."""
+    """What a :class:`Built` calls for its functions and generated code."""
 
     bound_function = staticmethod(bound_function)
     generated_source = staticmethod(generated_source)
@@ -85,7 +139,7 @@ def build_module(
     session's setting, :func:`mlc_jupyter.config.checked_builds`; CPU targets only).
     CPU builds are also kept on disk (:mod:`.disk_cache`, unless ``persist=False``), so the
     same build in a restarted kernel is a hit (``cached=True``, ``from_disk=True``).
-    Returns a :class:`~mlc_jupyter.results.Built` whose functions can be called directly.
+    Returns a :class:`Built` whose functions can be called directly.
     The kernels TVM makes from a Relax module's operators get default schedules
     (:mod:`.default_schedule`); ``schedule="none"`` builds them as ``tvm.compile`` does.
     ``on_progress(stage, done, total)`` hears about the long steps.

@@ -17,11 +17,11 @@ import shutil
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import KernelCompileError, error_reason
-from ..results import DeviceCode, KernelUsage
 from ..tvm_compat import nvcc_compile
 from .source import cuda_module
 from .targets import gpu_present
@@ -46,6 +46,52 @@ HINTS = (
     ("is undefined", "a T.call_extern / T.call_pure_extern name must be a CUDA device function"),
     ("", "read the generated kernel: %mlc_build ... --show cuda"),
 )
+
+
+@dataclass(frozen=True)
+class KernelUsage:
+    """What one compiled GPU kernel uses per thread and per block (ptxas's report)."""
+
+    name: str
+    registers: int
+    shared_bytes: int
+    stack_bytes: int = 0
+    spill_bytes: int = 0
+
+    def describe(self) -> str:
+        text = f"{self.name}: {self.registers} registers, {self.shared_bytes} B shared"
+        if self.spill_bytes:
+            text += f", {self.spill_bytes} B spilled"
+        return text
+
+
+@dataclass(frozen=True)
+class DeviceCode:
+    """The GPU code of a CUDA build, compiled at build time (``Built.device_code``).
+
+    ``cubin`` is empty when nothing was compiled; ``note`` then says why (no nvcc, an
+    architecture this nvcc does not know, or TVM compiled it itself for the GPU present).
+    """
+
+    arch: str
+    compiler: str = ""
+    ptx: str = ""
+    cubin: bytes = field(default=b"", repr=False)
+    kernels: tuple[KernelUsage, ...] = ()
+    compile_s: float = 0.0
+    note: str = ""
+
+    @property
+    def compiled(self) -> bool:
+        return bool(self.cubin)
+
+    def summary(self) -> str:
+        if not self.compiled:
+            return f"device code: {self.note}"
+        usage = "; ".join(k.describe() for k in self.kernels)
+        return f"device code: {self.arch} cubin by {self.compiler}" + (
+            f" ({usage})" if usage else ""
+        )
 
 
 def _hint(detail: str) -> str:

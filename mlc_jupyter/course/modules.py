@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..compilation import build_module
+from ..compilation.cached_build import Built
 from ..compilation.source import generated_source
 from ..measure.race import time_module
 from ..measure.timer import DEFAULT_MIN_REPEAT_MS, Sampling
-from ..results import Built
 from ..tvm_compat import benchmark_result
 from .nd import require_device
 
@@ -33,7 +33,7 @@ class CourseModule:
     """A built module with the stock API and the book's: ``lib["f"](a, b, c)``,
     ``lib.time_evaluator("f", dev)``, ``lib.imported_modules[0].get_source()``.
 
-    ``built`` is the project's :class:`~mlc_jupyter.results.Built`, so ``%mlc_time lib`` and
+    ``built`` is the project's :class:`~mlc_jupyter.compilation.Built`, so ``%mlc_time lib`` and
     ``%mlc_build`` know it. Other attributes are the stock runtime module's (``imports``,
     ``inspect_source``, ``export_library``...), then the executable's.
     """

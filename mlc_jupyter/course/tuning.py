@@ -5,7 +5,7 @@ Every name is TVM 0.27's MetaSchedule except:
 * ``ms.tune_tir(mod, target, work_dir, max_trials_global, num_trials_per_iter, space=...)`` runs
   the project's tuner (:func:`mlc_jupyter.tune.tune`: warm in-process workers, the work dir's
   database resumes) and returns the work dir's database, which also carries the
-  :class:`~mlc_jupyter.results.TuneResult` (``database.tune_result``). The course's target
+  :class:`~mlc_jupyter.tune.report.TuneResult` (``database.tune_result``). The course's target
   strings (``"llvm --num-cores=1"``) work; a GPU target without a GPU fails at once with the
   project's "no GPU" error instead of building candidates for minutes.
 * ``ms.tir_integration.compile_tir(database, mod, target)`` returns the tuned schedule for the
@@ -20,10 +20,10 @@ from types import SimpleNamespace
 from typing import Any
 
 from ..errors import TuneError
-from ..results import TuneResult
 from ..tune import tune
 from ..tune.options import tuning_target
 from ..tune.records import open_database
+from ..tune.report import TuneResult
 from ..tune.tasks import collect_tasks
 from ..tvm_compat import PrimFunc, Schedule, metaschedule, structural_equal, tvm
 

@@ -6,8 +6,10 @@ import dataclasses
 from typing import Any
 
 from ..compilation import build_module
+from ..compilation.cached_build import Built
 from ..errors import DeployError
-from ..results import Built, ImportedModel, TuneResult
+from ..results import ImportedModel
+from ..tune.report import TuneResult
 from ..tvm_compat import is_tvm_object
 
 

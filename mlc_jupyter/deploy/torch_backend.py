@@ -23,11 +23,11 @@ from typing import Any
 import torch
 
 from ..compilation import build_module, resolve_target
+from ..compilation.cached_build import Built
 from ..compilation.call import prepare, runtime_function
 from ..compilation.default_schedule import has_operators, prepare_model
 from ..errors import DeployError, error_reason
 from ..models.importer import translate_graph
-from ..results import Built
 from ..tvm_compat import bind_inputs, torch_frontend
 from .torch_tensors import as_torch, shareable
 from .tuned_records import apply_records, work_dirs

@@ -16,9 +16,9 @@ from typing import Any
 import torch
 
 from ..compilation import describe_target
+from ..compilation.cached_build import Built
 from ..compilation.call import check_argument, prepare, runtime_function
 from ..errors import CallError
-from ..results import Built
 from .built import model_build, model_inputs
 from .torch_tensors import as_torch, check_device, shareable, torch_device
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from ..compilation.default_schedule import Prepared
 from ..errors import DeployError
-from ..results import TuneResult
 from ..tune.records import open_database
+from ..tune.report import TuneResult
 from ..tune.tasks import collect_tasks
 from ..tvm_compat import IS_SCHEDULED_ATTR, IRModule
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ..results import ImportedModel, KernelProfile
+from ..measure.profile import KernelProfile
+from ..results import ImportedModel
 from .highlight import highlight_html
 from .timing import bars_svg, format_time
 

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..results import MachineLimits
+from ..measure.machine import MachineLimits
 
 _FONT = "font-family: var(--jp-code-font-family, monospace); font-size: 11px"
 _INK = "var(--jp-ui-font-color1, #333)"

@@ -9,8 +9,10 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from ..compilation.cached_build import Built
 from ..compilation.targets import describe_target
-from ..results import Built, Timing, TimingReport
+from ..measure.compare import TimingReport
+from ..measure.timer import Timing
 from .roofline import RooflinePoint, roofline_svg, roofline_text
 
 _BOX = "font-family: var(--jp-code-font-family, monospace); font-size: 12px"

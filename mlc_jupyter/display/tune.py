@@ -6,7 +6,7 @@ import html
 from typing import Any
 
 from ..measure.machine import cached_machine_limits
-from ..results import TuneProgress, TuneResult
+from ..tune.report import TuneProgress, TuneResult
 from .roofline import RooflinePoint, roofline_svg, roofline_text
 
 _BOX = (

@@ -10,10 +10,10 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from ..cells import parse_script
+from ..cells.parse import ParsedCell
 from ..display.graph import GraphView
 from ..display.ir import ir_bundle, register_formatters
 from ..graph import relax_function_names
-from ..results import ParsedCell
 from ..tvm_compat import IRModule, relax_function_type
 
 

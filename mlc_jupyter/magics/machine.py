@@ -9,8 +9,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from ..display.roofline import limits_bundle, limits_text
-from ..measure.machine import machine_limits
-from ..results import MachineLimits
+from ..measure.machine import MachineLimits, machine_limits
 
 
 @magics_class

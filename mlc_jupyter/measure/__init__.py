@@ -1,12 +1,18 @@
 """Inputs from signatures, references, timing in turns, GFLOP/s, per-kernel profiles (``%mlc_time``)."""
 
-from .compare import report_for, time_functions
-from .profile import is_relax_model, profile_kernels
+from .compare import TimingReport, report_for, time_functions
+from .machine import MachineLimits
+from .profile import KernelProfile, KernelTime, is_relax_model, profile_kernels
 from .race import time_module
-from .timer import Sampling, estimate_flops
+from .timer import Sampling, Timing, estimate_flops
 
 __all__ = [
+    "KernelProfile",
+    "KernelTime",
+    "MachineLimits",
     "Sampling",
+    "Timing",
+    "TimingReport",
     "estimate_flops",
     "is_relax_model",
     "profile_kernels",

@@ -11,13 +11,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
+from dataclasses import dataclass
 from typing import Any
 
+from ..compilation.cached_build import Built
 from ..compilation.call import prepare, require_device_here
 from ..compilation.remote import RemoteModules, rpc_for
 from ..errors import MLCError, RemoteError, TimingError
-from ..results import Built, Timing, TimingReport
-from .machine import cpu_limits, kernel_cores
+from .machine import MachineLimits, cpu_limits, kernel_cores
 from .race import (
     Contender,
     callable_contender,
@@ -31,11 +32,43 @@ from .timer import (
     DEFAULT_SAMPLING,
     NOISY_SPREAD,
     Sampling,
+    Timing,
     as_built,
     function_name_of,
     let_threads_settle,
     model_inputs,
 )
+
+
+@dataclass(frozen=True)
+class TimingReport:
+    """Several variants side by side (``%mlc_time f g`` / ``time_functions``).
+
+    ``limits`` is this machine's (CPU variants on fp32 data), for "% of peak" and the roofline
+    of ``cores`` cores. ``warnings`` bear on the result (a ranking the runs' spread makes
+    uncertain); ``notes`` only inform (how long ``torch.compile`` took).
+    """
+
+    timings: tuple[Timing, ...]
+    warnings: tuple[str, ...] = ()
+    limits: MachineLimits | None = None
+    cores: int = 1
+    notes: tuple[str, ...] = ()
+
+    def peak_fraction(self, timing: Timing) -> float | None:
+        """``timing``'s GFLOP/s as a share of this machine's fp32 peak (``None`` when unknown)."""
+        peak = self.limits.peak(self.cores) if self.limits else None
+        return timing.gflops / peak if peak and timing.gflops else None
+
+    def __getitem__(self, name: str) -> Timing:
+        for timing in self.timings:
+            if timing.name == name:
+                return timing
+        raise KeyError(name)
+
+    @property
+    def names(self) -> list[str]:
+        return [t.name for t in self.timings]
 
 
 def time_functions(

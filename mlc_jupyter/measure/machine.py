@@ -22,6 +22,7 @@ import os
 import platform
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,6 @@ import numpy as np
 from ..cells import parse_script
 from ..compilation import resolve_target
 from ..config import machine_limits_path
-from ..results import MachineLimits
 from ..tvm_compat import compile as tvm_compile
 from ..tvm_compat import empty, host_cpu, llvm_vector_width, tensor, use_all_cores, version
 
@@ -72,6 +72,54 @@ _COPY_FUNCTION = """
                 for v in T.vectorized(64):
                     b[(t * ({rows} // threads) + i) * 64 + v] = a[(t * ({rows} // threads) + i) * 64 + v]
 """
+
+
+@dataclass(frozen=True)
+class MachineLimits:
+    """This machine's fp32 limits, measured once and cached (``mlc_jupyter.measure.machine``).
+
+    ``peak_gflops[cores][bits]`` is the fp32 FMA throughput of ``cores`` cores using vectors
+    ``bits`` wide; ``bandwidth_gbs[cores]`` the memory bandwidth of a large copy (bytes read plus
+    bytes written per second). ``path`` is the cache file, ``seconds`` what measuring took,
+    ``quiet`` whether other processes stayed off the CPU meanwhile (if not, figures may read low).
+    """
+
+    machine: str
+    cores: int
+    peak_gflops: dict[int, dict[int, float]]
+    bandwidth_gbs: dict[int, float]
+    measured_at: str
+    seconds: float = 0.0
+    path: str = ""
+    cached: bool = False
+    quiet: bool = True
+
+    def _nearest(self, table: dict[int, Any], cores: int | None) -> Any:
+        if not table:
+            return None
+        want = cores or self.cores
+        fits = [c for c in table if c <= want]
+        return table[max(fits) if fits else min(table)]
+
+    def peak(self, cores: int | None = None, bits: int | None = None) -> float | None:
+        """GFLOP/s of ``cores`` cores (all by default) at vector width ``bits`` (widest)."""
+        widths = self._nearest(self.peak_gflops, cores)
+        if not widths:
+            return None
+        fits = [b for b in widths if bits is None or b <= bits]
+        return float(widths[max(fits)]) if fits else None
+
+    def bandwidth(self, cores: int | None = None) -> float | None:
+        """GB/s of ``cores`` cores (all by default)."""
+        value = self._nearest(self.bandwidth_gbs, cores)
+        return float(value) if value else None
+
+    def roof(self, intensity: float, cores: int | None = None) -> float | None:
+        """The roofline: attainable GFLOP/s at ``intensity`` flop per byte."""
+        peak, bandwidth = self.peak(cores), self.bandwidth(cores)
+        if peak is None or bandwidth is None:
+            return peak
+        return min(peak, bandwidth * intensity)
 
 
 def limits_source(widths: list[int], cores: int) -> str:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from ..compilation import device_for
+from ..compilation.cached_build import Built
 from ..compilation.call import prepare, relax_vm, to_device
 from ..errors import TimingError
-from ..results import Built, KernelProfile, KernelTime
 from ..tvm_compat import PrimFunc
 from .reference import is_torch_module
 from .timer import as_built, estimate_flops, model_inputs
@@ -25,6 +26,44 @@ from .timer import as_built, estimate_flops, model_inputs
 PROFILE_BUDGET_S = 2.0
 #: The VM's own instructions (allocations, shape checks ...); every other call is a kernel.
 VM_PREFIX = "vm."
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    """One kernel of a Relax build in a per-kernel profile: calls and seconds per model call."""
+
+    name: str
+    calls: int
+    seconds: float
+    flops: float | None = None
+
+    @property
+    def gflops(self) -> float | None:
+        return self.flops / self.seconds / 1e9 if self.flops and self.seconds else None
+
+
+@dataclass(frozen=True)
+class KernelProfile:
+    """Where a Relax build's time goes: each kernel's time per model call, slowest first.
+
+    ``overhead_s`` is the time of the VM's own instructions (allocations, shape checks): the
+    model's latency ``total_s``, measured without instrumentation, minus the kernels' time.
+    """
+
+    name: str
+    kernels: tuple[KernelTime, ...]
+    overhead_s: float
+    total_s: float | None
+    runs: int
+
+    @property
+    def kernel_s(self) -> float:
+        return sum(k.seconds for k in self.kernels)
+
+    def share(self, kernel: KernelTime) -> float:
+        """The kernel's part of the time of all kernels and VM instructions together."""
+        whole = self.kernel_s + self.overhead_s
+        return kernel.seconds / whole if whole else 0.0
 
 
 def profile_kernels(

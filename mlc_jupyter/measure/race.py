@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..compilation import describe_target, device_for
+from ..compilation.cached_build import Built
 from ..compilation.call import (
     compiled_symbol,
     prepare,
@@ -25,12 +26,12 @@ from ..compilation.call import (
     to_device,
 )
 from ..errors import MLCError, RemoteError
-from ..results import Built, Timing
 from .reference import as_arrays, compare, reference_outputs, torch_inputs
 from .timer import (
     DEFAULT_SAMPLING,
     SETTLE_S,
     Sampling,
+    Timing,
     argument_bytes,
     as_built,
     estimate_flops,

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from ..compilation import build_module
+from ..compilation.cached_build import Built
 from ..errors import TimingError
-from ..results import Built
 from ..tvm_compat import IRModule, PrimFunc, is_array, is_tvm_object
 
 

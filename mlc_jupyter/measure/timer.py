@@ -9,12 +9,52 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..compilation import build_module, wait_for_saved_builds
+from ..compilation.cached_build import Built
 from ..compilation.model_costs import kernel_calls, main_bytes
-from ..results import Built, Timing
 from ..tvm_compat import IRModule, PrimFunc, estimate_tir_flops, param_buffers, tvm
 from .inputs import random_inputs
 
 DEFAULT_MIN_REPEAT_MS = 50.0
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One timed variant: seconds per call (median, mean, std, min over ``runs`` repeats).
+
+    ``number`` is the calls per run (0: calibrated by ``min_repeat_ms``); ``correct`` is ``None``
+    without a reference; a mismatch or failure sets ``error`` and leaves the times ``None``;
+    ``kind`` is ``tvm``, ``numpy`` or ``torch``; ``speedup`` is against the first variant;
+    ``bytes`` is what the arguments hold (the least traffic of a call).
+    """
+
+    name: str
+    median_s: float | None
+    mean_s: float | None
+    std_s: float | None
+    min_s: float | None
+    runs: int
+    number: int = 0
+    gflops: float | None = None
+    flops: float | None = None
+    correct: bool | None = None
+    error: str | None = None
+    speedup: float | None = None
+    kind: str = "tvm"
+    target: str = ""
+    results_s: tuple[float, ...] = ()
+    bytes: float | None = None
+
+    @property
+    def intensity(self) -> float | None:
+        """FLOPs per byte of the arguments: where the kernel sits on the roofline."""
+        return self.flops / self.bytes if self.flops and self.bytes else None
+
+    @property
+    def spread(self) -> float | None:
+        """Standard deviation over median of the repeats; large values mean a noisy measurement."""
+        if not self.results_s or not self.median_s or self.std_s is None:
+            return None
+        return self.std_s / self.median_s
 
 
 @dataclass(frozen=True)

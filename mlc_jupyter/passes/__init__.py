@@ -8,9 +8,11 @@ Plain Python + TVM (no IPython, no widgets): ``run_pass_cell(code, mod)`` runs t
 from __future__ import annotations
 
 from .apply import apply_value, observe_pass, replace_function, rewrite_functions
-from .steps import export_passes, pass_reason, run_pass_cell, run_pipeline
+from .steps import PassRun, PassStep, export_passes, pass_reason, run_pass_cell, run_pipeline
 
 __all__ = [
+    "PassRun",
+    "PassStep",
     "apply_value",
     "export_passes",
     "observe_pass",

@@ -11,6 +11,7 @@ import ast
 import linecache
 import re
 import traceback
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import tvm_compat
@@ -18,8 +19,7 @@ from ..compilation.targets import resolve_target
 from ..dialect import translate
 from ..errors import PassStepError, error_reason
 from ..graph import module_op_counts
-from ..results import PassRun, PassStep
-from ..schedule.steps import Statement, top_level_statements
+from ..schedule.steps import Statement, StepsOutcome, top_level_statements
 from .apply import Applied, apply_value, observe_pass
 
 __all__ = ["export_passes", "pass_reason", "run_pass_cell", "run_pipeline"]
@@ -27,6 +27,50 @@ __all__ = ["export_passes", "pass_reason", "run_pass_cell", "run_pipeline"]
 _OP_REPR = re.compile(r'ir\.Op\(.*?name="([^"]+)".*?support_level=\d+\)', re.S)
 _FILE = "<mlc-passes-{}>"
 _counter = [0]
+
+
+@dataclass(frozen=True)
+class PassStep:
+    """One pass (or rewrite) applied to a module in the pass stepper.
+
+    ``name`` is the pass's name (``FuseTIR``, ``MatmulAddFuse``, a mutator's class); ``line`` the
+    cell line of the statement that applied it (0 for a ``--pipeline`` run); ``script`` the module
+    text after it; ``changed`` says whether it changed the text; ``appeared`` / ``vanished`` the
+    functions it added or removed; ``op_counts`` operator -> calls over the module's Relax code.
+    """
+
+    index: int
+    name: str
+    line: int
+    source: str
+    script: str
+    changed: bool
+    appeared: tuple[str, ...] = ()
+    vanished: tuple[str, ...] = ()
+    op_counts: dict[str, int] = field(default_factory=dict)
+    mod: Any = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class PassRun(StepsOutcome):
+    """Passes applied one by one: the initial module, the steps and the outcome.
+
+    ``error`` is the :class:`~mlc_jupyter.errors.PassStepError` of the failing statement (the
+    steps before it are kept, ``mod`` is ``None``); ``mod`` is the final module on success.
+    """
+
+    initial_script: str
+    initial_mod: Any = field(compare=False, repr=False)
+    steps: tuple[PassStep, ...]
+    error: Any = None
+    mod: Any = field(default=None, compare=False, repr=False)
+    namespace: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    initial_op_counts: dict[str, int] = field(default_factory=dict)
+    code: str = ""
+
+    def module_at(self, index: int) -> Any:
+        """The module after step ``index`` (0: the initial module)."""
+        return self.steps[index - 1].mod if index else self.initial_mod
 
 
 def pass_reason(err: BaseException) -> str:

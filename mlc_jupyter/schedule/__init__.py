@@ -10,11 +10,20 @@ from __future__ import annotations
 from .irdiff import changed_lines, side_by_side, unified_diff
 from .looptree import loop_tree, loop_tree_text
 from .session import PRIMITIVES, ScheduleSession, statement_for
-from .steps import export_steps, fresh_schedule, run_schedule_cell, short_schedule_error
+from .steps import (
+    ScheduleRun,
+    ScheduleStep,
+    export_steps,
+    fresh_schedule,
+    run_schedule_cell,
+    short_schedule_error,
+)
 
 __all__ = [
     "PRIMITIVES",
+    "ScheduleRun",
     "ScheduleSession",
+    "ScheduleStep",
     "changed_lines",
     "export_steps",
     "fresh_schedule",

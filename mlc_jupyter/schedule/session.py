@@ -9,10 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ScheduleStepError
-from ..results import ScheduleRun
 from ..tvm_compat import GET_BLOCK_METHOD, get_block
 from .looptree import loop_tree
-from .steps import run_schedule_cell
+from .steps import ScheduleRun, run_schedule_cell
 
 __all__ = ["PRIMITIVES", "ScheduleSession", "statement_for"]
 

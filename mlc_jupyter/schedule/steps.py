@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from .. import origins, tvm_compat
 from ..dialect import translate
 from ..errors import ScheduleStepError, error_reason
-from ..results import ScheduleRun, ScheduleStep
 from .irdiff import changed_lines
 
 __all__ = [
@@ -23,6 +23,56 @@ __all__ = [
 
 _OBJ_REF = re.compile(tvm_compat.SCHEDULE_ERROR_OBJECT_REF)
 _PRIMITIVE = re.compile(r"schedule primitive '(\w+)'")
+
+
+@dataclass(frozen=True)
+class ScheduleStep:
+    """One statement of a schedule cell that added trace instructions.
+
+    ``line`` is the cell line (the ``%%mlc_schedule`` line is 1); ``trace`` the Python lines of the
+    instructions it added; ``script`` the module text after it; ``changed`` the 1-based lines of
+    ``script`` that differ from the previous step's.
+    """
+
+    index: int
+    line: int
+    source: str
+    trace: tuple[str, ...]
+    script: str
+    changed: tuple[int, ...] = ()
+    mod: Any = field(default=None, compare=False, repr=False)
+
+
+class StepsOutcome:
+    """What a run of steps (schedule or passes) says about its outcome."""
+
+    initial_script: str
+    steps: tuple[Any, ...]
+    error: Any
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def final_script(self) -> str:
+        return self.steps[-1].script if self.steps else self.initial_script
+
+
+@dataclass(frozen=True)
+class ScheduleRun(StepsOutcome):
+    """A schedule cell run step by step: the initial module, the steps and the outcome.
+
+    ``error`` is the :class:`~mlc_jupyter.errors.ScheduleStepError` of the failing statement (the
+    steps before it are kept); ``sch`` is the schedule (``None`` when a step failed);
+    ``namespace`` holds only the names the schedule code itself bound (``i, j = sch.get_loops(...)``).
+    """
+
+    initial_script: str
+    steps: tuple[ScheduleStep, ...]
+    error: Any = None
+    sch: Any = field(default=None, compare=False, repr=False)
+    namespace: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 def fresh_schedule(mod: Any, func_name: str | None = None) -> Any:

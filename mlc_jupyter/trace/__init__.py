@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .session import TraceSession
+from .session import ReplayResult, TraceSession
+from .timing import TraceTiming
 
-__all__ = ["TraceSession", "load_trace"]
+__all__ = ["ReplayResult", "TraceSession", "TraceTiming", "load_trace"]
 
 
 def load_trace(obj: Any, mod: Any = None, candidates: Any = ()) -> TraceSession:

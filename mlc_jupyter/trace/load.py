@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TraceError, error_reason
-from ..results import TuneResult
 from ..tune import top_records
+from ..tune.report import TuneResult
 from ..tvm_compat import (
     IRModule,
     PrimFunc,

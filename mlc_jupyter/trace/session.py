@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import TraceError, error_reason
-from ..results import ReplayResult, TraceTiming
 from ..tvm_compat import (
     GET_BLOCK_INSTRUCTION,
     Schedule,
@@ -23,9 +22,22 @@ from ..tvm_compat import (
 )
 from . import decisions as dec
 from .load import TraceSource, load, to_json_value
-from .timing import time_replayed
+from .timing import TraceTiming, time_replayed
 
 POSTPROC = "EnterPostproc"
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """What the trace replay widget binds when a user picks a row: the module and its trace."""
+
+    mod: Any
+    trace: Any
+    workload: Any
+    decisions: dict[int, Any]
+    latency_s: float | None = None
+    gflops: float | None = None
+    correct: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..compilation import resolve_target
@@ -9,7 +10,26 @@ from ..errors import MLCError
 from ..measure import time_module
 from ..measure.machine import cpu_limits, kernel_cores
 from ..measure.timer import argument_dtypes
-from ..results import TraceTiming
+
+
+@dataclass(frozen=True)
+class TraceTiming:
+    """One re-timing of a trace in the trace replay widget: its decisions and how fast it ran.
+
+    ``decisions`` maps instruction index to the decision (plain Python values); ``correct`` is
+    ``None`` when outputs were not compared; ``peak_fraction`` is the share of this machine's
+    fp32 peak and ``intensity`` the FLOPs per argument byte (the roofline's axes).
+    """
+
+    decisions: dict[int, Any]
+    latency_s: float | None
+    gflops: float | None
+    correct: bool | None
+    error: str = ""
+    trace: Any = None
+    mod: Any = None
+    peak_fraction: float | None = None
+    intensity: float | None = None
 
 
 def time_replayed(

@@ -13,19 +13,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .budget import DEFAULT_TIME_S, budget_for
 from .options import SearchOptions
 from .records import Record, top_records
+from .report import ModelTask, TuneProgress, TuneResult
 from .rpc import list_devices
 from .spaces import SPACE_NAMES
 from .tasks import is_relax_model
 
-if TYPE_CHECKING:
-    from ..results import ModelTask, TuneProgress, TuneResult
-
-__all__ = ["DEFAULT_TIME_S", "SPACE_NAMES", "Record", "list_devices", "top_records", "tune"]
+__all__ = [
+    "DEFAULT_TIME_S",
+    "SPACE_NAMES",
+    "ModelTask",
+    "Record",
+    "TuneProgress",
+    "TuneResult",
+    "list_devices",
+    "top_records",
+    "tune",
+]
 
 
 def tune(

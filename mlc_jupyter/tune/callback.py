@@ -3,7 +3,7 @@
 It replaces MetaSchedule's ``AddToDatabase`` + ``RemoveBuildArtifact``: every measured candidate
 is committed to the JSON database at once (a killed kernel loses at most the batch in flight),
 candidates known from an earlier run are not committed twice, and after each batch one
-:class:`~mlc_jupyter.results.TuneProgress` event goes to ``on_progress``. When the run must stop
+:class:`~.report.TuneProgress` event goes to ``on_progress``. When the run must stop
 (Ctrl-C, or ``on_progress`` raised ``KeyboardInterrupt``), or the :class:`~.budget.Budget` says
 so (its time is up, the search has converged), it raises :class:`StopTuning` *after* the batch
 is saved.
@@ -16,9 +16,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..results import TuneProgress
 from ..tvm_compat import derived_object, metaschedule
 from .budget import Budget, has_converged
+from .report import TuneProgress
 from .run_state import BUILD_FAILED, INTERRUPTED, KNOWN_PREFIX, Shared, StopTuning
 
 ms = metaschedule()

@@ -30,7 +30,6 @@ from ..errors import TuneError, error_reason
 from ..measure import estimate_flops
 from ..measure.machine import cpu_limits
 from ..measure.timer import argument_bytes, argument_dtypes
-from ..results import TuneResult
 from ..tvm_compat import (
     METASCHEDULE_LOGGER,
     fork_seed,
@@ -43,6 +42,7 @@ from .builder import InProcessBuilder
 from .callback import RecordAndReport
 from .options import SearchOptions, tuning_target, work_dir_for
 from .records import Measured, create_database, measured_before
+from .report import TuneResult
 from .rpc import RPCSpec, make_rpc_runner, rpc_for
 from .run_state import Shared
 from .runner import InProcessRunner

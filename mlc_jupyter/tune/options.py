@@ -15,8 +15,8 @@ from ..compilation.remote import RPCSpec, check_key, remote_target
 from ..compilation.targets import device_target
 from ..config import cache_dir
 from ..errors import NoGPUError, TargetError
-from ..results import TuneProgress
 from ..tvm_compat import structural_hash, tvm
+from .report import TuneProgress
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ def _on_measure_thread(target: Any, fn: Any, *args: Any) -> Any:
 def final_timing(
     mod: Any, target: Any, name: str = "main", sampling: Sampling | None = None
 ) -> Any:
-    """The :class:`~mlc_jupyter.results.Timing` of ``mod[name]`` as ``%mlc_time`` takes it
+    """The :class:`~mlc_jupyter.measure.timer.Timing` of ``mod[name]`` as ``%mlc_time`` takes it
     (``None`` when it cannot be timed, a Relax module that needs inputs it cannot make, say)."""
     try:
         timing = time_module(mod, target, func_name=name, sampling=sampling or Sampling())
@@ -65,7 +65,7 @@ ONE_CALL = Sampling(repeat=1, min_repeat_ms=0.0, number=1)
 
 
 def baseline_timing(mod: Any, target: Any, name: str = "main") -> Any:
-    """The untuned workload's :class:`~mlc_jupyter.results.Timing`, bounded in time.
+    """The untuned workload's :class:`~mlc_jupyter.measure.timer.Timing`, bounded in time.
 
     One call first: a slow kernel keeps that figure, a quick one is timed as ``%mlc_time``
     does (:func:`final_timing`).

@@ -34,12 +34,13 @@ from ..compilation import build_module
 from ..compilation.default_schedule import Prepared, has_operators, prepare_model
 from ..errors import MLCError, TuneError
 from ..measure import profile_kernels, time_functions
-from ..results import ImportedModel, ModelTask, TuneProgress, TuneResult
+from ..results import ImportedModel
 from ..tvm_compat import IS_SCHEDULED_ATTR, PrimFunc, metaschedule, tvm
 from .budget import Budget, budget_for
 from .kernel import tune_kernel
 from .options import SearchOptions, tuning_target, work_dir_for
 from .records import create_database
+from .report import ModelTask, TuneProgress, TuneResult
 from .tasks import collect_tasks
 from .timing import KernelSamplers, in_turns
 

@@ -14,7 +14,7 @@ import traitlets as t
 from ..display.passes import passes_bundle
 from ..graph import function_graph, graph_svg, graph_text, relax_function_names
 from ..passes import export_passes
-from ..results import PassRun
+from ..passes.steps import PassRun
 from ..schedule import set_last_export
 from .stepper import Stepper, step_view
 
@@ -47,7 +47,7 @@ class PassStepper(Stepper):
     Parameters
     ----------
     run
-        The :class:`~mlc_jupyter.results.PassRun` to show.
+        The :class:`~mlc_jupyter.passes.steps.PassRun` to show.
     namespace
         Where :meth:`bind_step` puts modules (the notebook's namespace in the magic).
     base

@@ -17,7 +17,7 @@ import traitlets as t
 from ..display.highlight import highlight_html
 from ..errors import MLCError
 from ..measure import time_module
-from ..results import Timing
+from ..measure.timer import Timing
 from ..schedule import changed_lines, side_by_side, unified_diff
 from .esm import widget_esm
 from .messages import handle_showing_errors

@@ -66,7 +66,7 @@ class TraceReplay(anywidget.AnyWidget):
         The module the trace was recorded on (needed for a Schedule / Trace / JSON unless
         ``candidates`` holds it).
     bind
-        Called with the :class:`~mlc_jupyter.results.ReplayResult` the user picks.
+        Called with the :class:`~mlc_jupyter.trace.session.ReplayResult` the user picks.
     """
 
     _esm = widget_esm("trace_replay")

@@ -11,8 +11,8 @@ import numpy as np
 from course_support import listing, run_listing
 from IPython.utils.capture import capture_output
 
+from mlc_jupyter.compilation.cached_build import Built
 from mlc_jupyter.errors import CellRaised, GoneError, TVMScriptError
-from mlc_jupyter.results import Built
 
 
 def _run(shell, text: str):

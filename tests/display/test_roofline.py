@@ -13,7 +13,7 @@ from mlc_jupyter.display.roofline import (
     roofline_svg,
     roofline_text,
 )
-from mlc_jupyter.results import MachineLimits
+from mlc_jupyter.measure.machine import MachineLimits
 
 LIMITS = MachineLimits(
     machine="a CPU | znver4 | 2 cores | TVM 0.27",

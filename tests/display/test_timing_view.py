@@ -10,7 +10,8 @@ from mlc_jupyter.display.timing import (
     report_bundle,
     report_text,
 )
-from mlc_jupyter.results import Timing, TimingReport
+from mlc_jupyter.measure.compare import TimingReport
+from mlc_jupyter.measure.timer import Timing
 
 
 def _timing(name: str, median_s: float | None, **kw) -> Timing:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mlc_jupyter.display.tune import progress_bundle, progress_text, result_bundle, result_text
-from mlc_jupyter.results import TuneProgress, TuneResult
+from mlc_jupyter.tune.report import TuneProgress, TuneResult
 
 EVENT = TuneProgress(
     task="main", trials_done=16, trials_total=64, best_latency_s=1.5e-3, best_gflops=12.5,

@@ -8,8 +8,9 @@ from build_support import LISTINGS
 from IPython.utils.capture import capture_output
 
 from mlc_jupyter.compilation import gpu_present
+from mlc_jupyter.compilation.cached_build import Built
 from mlc_jupyter.errors import BuildError, CallError, NoGPUError, TargetError
-from mlc_jupyter.results import Built, TimingReport
+from mlc_jupyter.measure.compare import TimingReport
 
 FAST = "--repeat 3 --min-repeat-ms 5"
 

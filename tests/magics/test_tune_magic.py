@@ -7,7 +7,7 @@ import pytest
 from build_support import matmul
 from IPython.core.error import UsageError
 
-from mlc_jupyter.results import TuneResult
+from mlc_jupyter.tune.report import TuneResult
 
 
 def test_mlc_tune_binds_a_result_and_prints_progress_and_a_summary(shell, tmp_path, capsys):

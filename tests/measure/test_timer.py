@@ -10,7 +10,7 @@ from mlc_jupyter.compilation import build_module, gpu_present
 from mlc_jupyter.errors import NoGPUError, TimingError
 from mlc_jupyter.measure import Sampling, report_for, time_functions, time_module
 from mlc_jupyter.measure.compare import uncertain_ranking
-from mlc_jupyter.results import Timing
+from mlc_jupyter.measure.timer import Timing
 
 FAST = {"sampling": Sampling(repeat=3, min_repeat_ms=5)}
 MM_FLOPS = 2 * 128**3 + 128 * 128  # multiply-add per k, plus the relu's max

@@ -1,0 +1,124 @@
+"""What a tune reports: progress events while it runs, the tasks of a whole model, its result.
+
+Both implementations (:mod:`.kernel`, :mod:`.whole_model`) make these; the display, the magics,
+the trace service and the course shims read them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TuneProgress:
+    """One progress event of a tuning run (sent after each measured batch).
+
+    ``curve`` holds ``(trials_done, best_latency_s)`` points of the task this event is about;
+    ``best_latency_s`` is ``None`` until a candidate ran. ``trials_total`` is ``None`` for a run
+    limited by time (``time_budget_s``); ``peak_fraction`` is the best kernel's share of this
+    machine's fp32 peak (``None`` when unknown).
+    """
+
+    task: str
+    trials_done: int
+    trials_total: int | None
+    best_latency_s: float | None
+    best_gflops: float | None
+    elapsed_s: float
+    eta_s: float | None
+    curve: tuple[tuple[int, float], ...] = ()
+    build_errors: int = 0
+    run_errors: int = 0
+    first_error: str = ""
+    reused: int = 0
+    resumed_from: int = 0
+    log_path: str = ""
+    work_dir: str = ""
+    peak_fraction: float | None = None
+    time_budget_s: float | None = None
+
+
+@dataclass(frozen=True)
+class ModelTask:
+    """One kernel of a whole-model tune: how much of the model it is and what tuning did.
+
+    ``share`` is its part of the model's latency under the default build; ``before_s`` /
+    ``after_s`` its default and tuned kernel per call, timed in turns; ``kept`` says which
+    one the tuned model uses (``"tuned"`` or ``"default"``).
+    """
+
+    name: str
+    calls: int
+    share: float
+    trials: int
+    before_s: float | None
+    after_s: float | None
+    kept: str
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """What ``tune()`` / ``%mlc_tune`` returns: the tuned module and how it got there.
+
+    ``workload`` is the module that was tuned (for Relax: one IRModule per task in
+    ``task_workloads``), ``mod`` the tuned module, ``trace`` the best schedule's trace (of the
+    slowest task for Relax), latencies in seconds. ``best_latency_s`` is measured after the search
+    the way ``%mlc_time`` measures (``timing``), not taken from the search's own figures.
+    ``stop_reason`` says why the run ended: ``trials``, ``time``, ``converged`` or ``interrupted``;
+    ``spaces`` names each task's search space; ``peak_gflops`` is this machine's fp32 peak for
+    the target's cores (``None`` when unknown) and ``bytes`` what the kernel's arguments hold.
+    """
+
+    workload: Any
+    mod: Any
+    trace: Any
+    best_latency_s: float | None
+    baseline_latency_s: float | None
+    target: Any
+    work_dir: str
+    n_records: int
+    trials_requested: int = 0
+    trials_new: int = 0
+    resumed_from: int = 0
+    interrupted: bool = False
+    kind: str = "tir"
+    flop: float | None = None
+    build_errors: int = 0
+    run_errors: int = 0
+    first_error: str = ""
+    elapsed_s: float = 0.0
+    log_path: str = ""
+    curves: dict[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
+    task_workloads: dict[str, Any] = field(default_factory=dict)
+    rpc: str | None = None
+    stop_reason: str = ""
+    spaces: dict[str, str] = field(default_factory=dict)
+    timing: Any = None
+    peak_gflops: float | None = None
+    bytes: float | None = None
+    time_budget_s: float | None = None
+    #: for a whole model (``kind="model"``): each kernel's share, trials, latency before/after
+    model_tasks: tuple[ModelTask, ...] = ()
+    notes: tuple[str, ...] = ()
+    #: the imported model it came from (its PyTorch original is ``%mlc_time``'s reference)
+    origin: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def peak_fraction(self) -> float | None:
+        """The tuned kernel's share of this machine's fp32 peak (``None`` when unknown)."""
+        gflops = self.best_gflops
+        return gflops / self.peak_gflops if gflops and self.peak_gflops else None
+
+    @property
+    def speedup(self) -> float | None:
+        """Baseline latency over tuned latency (``None`` when either is unknown)."""
+        if not self.best_latency_s or not self.baseline_latency_s:
+            return None
+        return self.baseline_latency_s / self.best_latency_s
+
+    @property
+    def best_gflops(self) -> float | None:
+        if not self.flop or not self.best_latency_s:
+            return None
+        return self.flop / self.best_latency_s / 1e9
