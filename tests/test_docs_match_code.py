@@ -95,3 +95,58 @@ def test_the_lab_extension_marks_exactly_the_cell_errors_errors_py_defines():
         f"labextension/src/helpers.ts reads enames errors.py has no CellError for: "
         f"{sorted(read - located)}"
     )
+
+
+DEVELOPING = REPO / "docs" / "DEVELOPING.md"
+#: A file or folder named in backticks: ``tune/kernel.py``, ``bench/results/``, ``stepper.js``.
+_NAMED_PATH = re.compile(r"`([\w./<>*-]+?(?:\.(?:py|js|css|ts|md|toml|json|ipynb)|/))`")
+#: A layout table row whose first cell is a folder: bare file names in it live there.
+_FOLDER_ROW = re.compile(r"^\| `([\w./-]+/)` \|")
+
+
+def _missing_paths(text: str) -> list[str]:
+    """``line N: path`` for each path ``text`` names that is not in the repository.
+
+    A bare name in a layout row is looked up in the row's folder; any other path from the
+    repository root, ``mlc_jupyter/`` or ``tests/``. Patterns (``test_<module>.py``) and
+    generated folders the repository ignores (``.gitignore``) are not paths to check.
+    """
+    ignored = set((REPO / ".gitignore").read_text().split())
+    missing = []
+    for number, line in enumerate(text.splitlines(), 1):
+        row = _FOLDER_ROW.match(line)
+        for name in _NAMED_PATH.findall(line):
+            if "<" in name or "*" in name or name in ignored:
+                continue
+            if row and name != row.group(1) and "/" not in name.rstrip("/"):
+                bases = [REPO / row.group(1)]
+            else:
+                bases = [REPO, REPO / "mlc_jupyter", REPO / "tests"]
+            inside = not name.startswith(("../", "/"))
+            if not (inside and any((base / name).exists() for base in bases)):
+                where = "outside the repository" if not inside else "no such file"
+                missing.append(f"line {number}: {name} ({where})")
+    return missing
+
+
+def test_every_path_developing_md_names_exists():
+    missing = _missing_paths(DEVELOPING.read_text())
+    assert not missing, (
+        "docs/DEVELOPING.md names paths that are not in the repository (renamed, moved or never "
+        "there); write the path as it is now, or cite nothing outside the repo:\n"
+        + "\n".join(missing)
+    )
+
+
+def test_the_path_check_catches_a_planted_stale_path():
+    """Positive control: a moved module, a file outside the repo and a bare name in a row."""
+    planted = (
+        "See `../shared/design/architecture.md` and `tune/driver.py`.\n"
+        "| `mlc_jupyter/tune/` | the driver (`driver.py`), the budget (`budget.py`) | |\n"
+        "Patterns such as `tests/<package>/test_<module>.py` and `test-output/` are not paths.\n"
+    )
+    assert _missing_paths(planted) == [
+        "line 1: ../shared/design/architecture.md (outside the repository)",
+        "line 1: tune/driver.py (no such file)",
+        "line 2: driver.py (no such file)",
+    ]

@@ -2,7 +2,7 @@
 in-process workers and a database that resumes.
 
 The search (space, XGBoost cost model, evolutionary search, gradient task scheduler) is
-MetaSchedule's own; only the workers (:mod:`.builder`, :mod:`.runner`), the record keeping
+MetaSchedule's own; only the workers (:mod:`.candidate_builder`, :mod:`.runner`), the record keeping
 (:mod:`.callback`, :mod:`.records`) and the choice of the result (:mod:`.selection`) are ours.
 :func:`tune_kernel` runs in named steps: prepare the run, set up the shared state, search,
 report. Whole models are tuned kernel by kernel with it (:mod:`.whole_model`); users call
@@ -38,8 +38,8 @@ from ..tvm_compat import (
     metaschedule_task_loggers,
 )
 from .budget import Budget
-from .builder import InProcessBuilder
 from .callback import RecordAndReport
+from .candidate_builder import InProcessBuilder
 from .options import SearchOptions, tuning_target, work_dir_for
 from .records import Measured, create_database, measured_before
 from .report import TuneResult

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..measure.inputs import random_array
 from ..tvm_compat import derived_object, metaschedule, tensor
-from .builder import Pending, compile_all
+from .candidate_builder import Pending, compile_all
 from .policy import BRIEF_BUDGET_S, measure
 from .run_state import BUILD_FAILED, INTERRUPTED, KNOWN_PREFIX, Shared
 from .threads import on_measure_thread
