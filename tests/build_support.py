@@ -158,3 +158,27 @@ class AddTwice:
 
 def parse(text: str, kind: str = "tir") -> Any:
     return parse_script(text, {}, kind=kind).value
+
+
+def cuda_tune_result() -> Any:
+    """A tuning result for CUDA as ``%mlc_tune MM --target cuda`` returns it: the book's 1024^3
+    matmul, its local-blocking schedule as the best trace, the target it was tuned for.
+
+    The schedule is the book's rather than a search's (MetaSchedule's CUDA space takes minutes
+    to sample without a GPU); what is tested is what a tuned CUDA module carries.
+    """
+    from mlc_jupyter.compilation import resolve_target
+    from mlc_jupyter.tune import TuneResult
+
+    workload = listing("ch6_matmul.py", "MyModuleMatmul")
+    sch = blocking(Schedule(workload), 8, 8, 8, 8, 4)
+    return TuneResult(
+        workload=workload,
+        mod=sch.mod,
+        trace=sch.trace,
+        best_latency_s=1e-4,
+        baseline_latency_s=None,
+        target=resolve_target("cuda -arch=sm_90a"),
+        work_dir="",
+        n_records=1,
+    )

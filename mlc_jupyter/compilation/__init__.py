@@ -1,6 +1,6 @@
 """Targets, cached builds and calls into built modules (the service behind ``%mlc_build``)."""
 
-from .cached_build import SCHEDULES, Built, build_module, clear_cache
+from .cached_build import SCHEDULES, Built, build_module, clear_cache, made_for
 from .disk_cache import flush as wait_for_saved_builds
 from .source import SOURCE_KINDS, generated_source
 from .targets import describe_target, device_for, gpu_present, is_gpu_target, resolve_target
@@ -16,6 +16,7 @@ __all__ = [
     "generated_source",
     "gpu_present",
     "is_gpu_target",
+    "made_for",
     "resolve_target",
     "wait_for_saved_builds",
 ]

@@ -33,6 +33,7 @@ from .device_code import DeviceCode, device_code_of, failed_kernel_compile
 from .signatures import (
     as_module,
     extern_symbols,
+    gpu_bound_functions,
     is_relax,
     signatures,
     unbound_gpu_functions,
@@ -149,6 +150,8 @@ def build_module(
     if schedule not in SCHEDULES:
         raise BuildError(f"unknown schedule {schedule!r}", hint="use default or none")
     origin = mod if isinstance(mod, ImportedModel) else getattr(mod, "origin", None)
+    if target is None:
+        target = made_for(mod)
     try:
         mod = as_module(mod)
     except TypeError as err:
@@ -197,6 +200,8 @@ def build_module(
         kernel_error = failed_kernel_compile(err)
         if kernel_error is not None:
             raise kernel_error from None
+        if not is_gpu_target(target) and gpu_bound_functions(mod):
+            raise gpu_kernels_for_cpu(mod, target) from None
         raise BuildError(f"TVM could not build the module: {error_reason(err)}") from None
     build_s = time.perf_counter() - start
     if on_disk:
@@ -206,6 +211,27 @@ def build_module(
         mod, target, executable, build_s, relax, key, checked, device_code=device_code, notes=notes
     )
     return dataclasses.replace(built, origin=origin)
+
+
+def made_for(obj: Any) -> Any:
+    """The target ``obj`` was made for, when it says (``None``: the configured default).
+
+    A tuning result (``MM_tuned``), a build (``MM_lib``) and a trace replay's result keep the
+    target their kernels were scheduled for; building them for another target is what the
+    user did not ask for (a CUDA-tuned kernel built for the CPU fails deep in TVM).
+    """
+    target = getattr(obj, "target", None)
+    return target if target is not None and not callable(target) else None
+
+
+def gpu_kernels_for_cpu(mod: Any, target: Any) -> BuildError:
+    """The error for GPU-bound kernels built for a CPU target (TVM: "Unknown device id")."""
+    names = gpu_bound_functions(mod)
+    return BuildError(
+        f"{', '.join(names[:3])}{' ...' if len(names) > 3 else ''}: loops are bound to "
+        f"blockIdx/threadIdx, so these are GPU kernels and cannot be built for {target.kind.name}",
+        hint="build for the GPU they were scheduled for: --target cuda",
+    )
 
 
 def _remember(

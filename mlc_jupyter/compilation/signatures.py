@@ -121,6 +121,15 @@ def unbound_gpu_functions(mod: Any) -> list[str]:
     return names
 
 
+def gpu_bound_functions(mod: Any) -> list[str]:
+    """PrimFuncs (a Relax module's kernels too) with loops bound to ``blockIdx`` / ``threadIdx``."""
+    return [
+        gvar.name_hint
+        for gvar, func in mod.functions_items()
+        if isinstance(func, PrimFunc()) and "Idx." in func.script()
+    ]
+
+
 def extern_symbols(mod: Any) -> set[str]:
     """Symbols named by ``T.call_extern`` that the module does not bring itself."""
     found: set[str] = set()

@@ -14,6 +14,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
+from ..compilation import made_for
 from ..compilation.cached_build import Built
 from ..compilation.call import prepare, require_device_here
 from ..compilation.remote import RemoteModules, rpc_for
@@ -100,12 +101,14 @@ def time_functions(
     first_variant = next(
         (getattr(v, "built", v) for v in variants.values() if not is_torch_module(v)), None
     )
-    spec = rpc_for(rpc, first_variant.target if isinstance(first_variant, Built) else target)
-    if spec is None and any(
-        not isinstance(getattr(v, "built", v), Built) and not is_torch_module(v)
-        for v in variants.values()
-    ):
-        require_device_here(target, "the module to time is for")  # before building it
+    spec = rpc_for(rpc, target if target is not None else made_for(first_variant))
+    if spec is None:
+        for v in variants.values():
+            if not isinstance(getattr(v, "built", v), Built) and not is_torch_module(v):
+                # before building it; a tuning result is built for the target it was tuned for
+                require_device_here(
+                    target if target is not None else made_for(v), "the module to time is for"
+                )
     builts: dict[str, Built] = {}
     for name, obj in variants.items():
         if not is_torch_module(obj):

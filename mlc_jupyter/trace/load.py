@@ -36,6 +36,8 @@ class TraceSource:
     mod: Any
     final: Any = None
     label: str = "trace"
+    #: the target the trace was tuned for (a tune result's, a record's), ``None`` when unknown
+    target: Any = None
 
 
 def to_json_value(obj: Any) -> Any:
@@ -141,9 +143,11 @@ def load(obj: Any, mod: Any = None, candidates: Iterable[Any] = ()) -> TraceSour
         if obj.trace is None:
             raise TraceError("this tune result holds no trace (no candidate ran)")
         chosen = mod if mod is not None else _pick_module(obj.trace, None, workloads, "trace")
-        return TraceSource(obj.trace, as_module(chosen), final, "tune result")
+        return TraceSource(obj.trace, as_module(chosen), final, "tune result", obj.target)
     if hasattr(obj, "trace") and hasattr(obj, "workload_mod"):  # tune.records.Record
-        return TraceSource(obj.trace, as_module(mod or obj.workload_mod), None, "tuning record")
+        return TraceSource(
+            obj.trace, as_module(mod or obj.workload_mod), None, "tuning record", obj.target
+        )
     if hasattr(obj, "trace") and hasattr(obj, "workload") and hasattr(obj, "run_secs"):
         return TraceSource(obj.trace, as_module(mod or obj.workload.mod), None, "tuning record")
     if isinstance(obj, schedule_type()):

@@ -38,6 +38,8 @@ class ReplayResult:
     latency_s: float | None = None
     gflops: float | None = None
     correct: bool | None = None
+    #: the target the trace was tuned for (``%mlc_build`` / ``%mlc_time`` build for it)
+    target: Any = None
 
 
 @dataclass(frozen=True)
@@ -65,8 +67,12 @@ class TraceSession:
         The module the original schedule produced, when known (to check the replay).
     """
 
-    def __init__(self, trace: Any, mod: Any, *, final: Any = None, label: str = "trace") -> None:
+    def __init__(
+        self, trace: Any, mod: Any, *, final: Any = None, label: str = "trace", target: Any = None
+    ) -> None:
         self.mod = mod
+        #: the target the trace was tuned for: re-timing builds for it unless told otherwise
+        self.target = target
         self.original_trace = trace
         self.final = final
         self.label = label
@@ -77,7 +83,7 @@ class TraceSession:
     def load(cls, obj: Any, mod: Any = None, candidates: Iterable[Any] = ()) -> TraceSession:
         """A session for any source :func:`.load.load` reads."""
         src: TraceSource = load(obj, mod, candidates)
-        return cls(src.trace, src.mod, final=src.final, label=src.label)
+        return cls(src.trace, src.mod, final=src.final, label=src.label, target=src.target)
 
     # -- reading ---------------------------------------------------------------------------------
     @property
@@ -151,7 +157,11 @@ class TraceSession:
 
     # -- timing ----------------------------------------------------------------------------------
     def retime(self, target: Any = None) -> TraceTiming:
-        """Build and time the current module, compare it with the original, add a history row."""
+        """Build and time the current module, compare it with the original, add a history row.
+
+        ``target`` defaults to the one the trace was tuned for (a CUDA trace is timed on the GPU).
+        """
+        target = target if target is not None else self.target
         row = time_replayed(self.final_module, self.mod, target, self.decisions(), self._trace)
         self.history.append(row)
         return row
@@ -164,11 +174,15 @@ class TraceSession:
     def result(self, row: int | None = None) -> ReplayResult:
         """The current trace (``row=None``) or a history row as a :class:`ReplayResult`."""
         if row is None:
-            return ReplayResult(self.final_module, self._trace, self.mod, self.decisions())
+            return ReplayResult(
+                self.final_module, self._trace, self.mod, self.decisions(), target=self.target
+            )
         if not 0 <= row < len(self.history):
             raise TraceError(f"there is no timing row {row} (history has {len(self.history)})")
         r = self.history[row]
-        return ReplayResult(r.mod, r.trace, self.mod, r.decisions, r.latency_s, r.gflops, r.correct)
+        return ReplayResult(
+            r.mod, r.trace, self.mod, r.decisions, r.latency_s, r.gflops, r.correct, self.target
+        )
 
     # -- internals -------------------------------------------------------------------------------
     def _set_trace(self, trace: Any) -> None:

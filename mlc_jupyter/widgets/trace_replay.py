@@ -106,7 +106,9 @@ class TraceReplay(anywidget.AnyWidget):
             session = load_trace(obj, mod, candidates)
         self.session = session
         self.mod_name = mod_name
-        self.target = target
+        if target is not None:
+            session.target = target  # --target: re-time for it rather than the tuned one
+        self.target = session.target
         self.result: Any = None
         self._bind = bind
         self.bind_name = bind_name

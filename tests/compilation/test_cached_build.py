@@ -13,6 +13,7 @@ from build_support import (
     COURSE_TARGET,
     MISSING_EXTERN,
     RELAX_ADD,
+    cuda_tune_result,
     listing,
     mm_relu,
     parse,
@@ -20,6 +21,7 @@ from build_support import (
     vector_add_gpu,
     window_sum_gpu,
 )
+from IPython.utils.capture import capture_output
 
 from mlc_jupyter.compilation import build_module, clear_cache, gpu_present
 from mlc_jupyter.errors import BuildError, CallError, NoGPUError
@@ -205,3 +207,25 @@ def test_an_extern_symbol_loaded_into_the_process_is_called(tmp_path):
     b = np.zeros(4, "float32")
     built.calls_provided(np.arange(4, dtype="float32"), b)
     np.testing.assert_allclose(b, np.arange(4) + 1.0)
+
+
+def test_a_cuda_tuning_result_builds_for_the_gpu_it_was_tuned_for_and_exports(shell, tmp_path):
+    """``%mlc_build MM_tuned`` without --target: CUDA, as tuned (it used to build for llvm and
+    fail with TVM's "Unknown device id in current IR")."""
+    shell.user_ns["MM_tuned"] = cuda_tune_result()
+    with capture_output():
+        shell.run_line_magic("mlc_build", "MM_tuned")
+    built = shell.user_ns["MM_tuned_lib"]
+    assert built.target.kind.name == "cuda" and str(built.target.attrs["arch"]) == "sm_90a"
+    assert "threadIdx" in built.source("cuda")
+    path = tmp_path / "mm_tuned.so"
+    built.executable.export_library(str(path))  # a GPU machine loads and compiles it
+    assert path.stat().st_size > 0
+
+
+def test_gpu_kernels_built_for_the_cpu_are_refused_with_the_target_to_use():
+    with pytest.raises(BuildError) as caught:
+        build_module(cuda_tune_result().mod, "llvm")
+    assert "loops are bound to blockIdx/threadIdx, so these are GPU kernels" in str(caught.value)
+    assert "cannot be built for llvm" in str(caught.value)
+    assert caught.value.hint == "build for the GPU they were scheduled for: --target cuda"

@@ -74,3 +74,11 @@ def test_timing_the_steps_of_a_gpu_schedule_shows_no_gpu_on_each_step():
     errors = [row["error"] for row in stepper.timings]
     assert len(errors) == len(session.run.steps) + 1
     assert all("no GPU is present" in e for e in errors), errors
+
+
+def test_mlc_time_of_a_cuda_tuning_result_says_no_gpu_rather_than_building_it_for_the_cpu(shell):
+    from build_support import cuda_tune_result
+
+    shell.user_ns["MM_tuned"] = cuda_tune_result()
+    err = _fails_fast(shell, '%mlc_time MM_tuned --ref "A @ B"')
+    assert "the module to time is for cuda" in str(err)

@@ -223,3 +223,16 @@ def test_a_trace_on_a_module_it_does_not_fit_is_refused(book):
 def test_picking_a_timing_row_that_does_not_exist_is_refused(session):
     with pytest.raises(TraceError, match=r"there is no timing row 5 \(history has 0\)"):
         session.result(5)
+
+
+def test_a_cuda_tune_results_trace_replays_for_cuda_and_its_pick_builds_for_cuda():
+    from build_support import cuda_tune_result
+
+    from mlc_jupyter.compilation import build_module
+    from mlc_jupyter.trace import TraceSession
+
+    session = TraceSession.load(cuda_tune_result())
+    assert session.target.kind.name == "cuda"
+    picked = session.result()
+    assert picked.target.kind.name == "cuda"
+    assert build_module(picked).target.kind.name == "cuda"  # %mlc_build / %mlc_time of it
