@@ -214,6 +214,15 @@ RULES: tuple[Rule, ...] = (
         "tvm.runtime.Tensor",
     ),
     Rule(
+        "t.asnumpy()",
+        "t.numpy()",
+        "asnumpy (deprecated since TVM 0.8, the same copy to NumPy) is gone; only in cells that "
+        "use tvm",
+        re.compile(r"\.asnumpy(\s*\()"),
+        r".numpy\1",
+        cell_if=re.compile(r"\btvm\b"),
+    ),
+    Rule(
         "tvm.build(mod, target)",
         "tvm.compile(mod, target)",
         "tvm.build is deprecated and builds TensorIR only; in a Python cell it builds through "
@@ -222,6 +231,15 @@ RULES: tuple[Rule, ...] = (
         re.compile(r"(?<![\w.])tvm\.build\b"),
         None,
         shim=f"{C}.build",
+    ),
+    Rule(
+        'relax.build(mod, target="llvm")',
+        'relax.build(mod, target="llvm")',
+        "unchanged in 0.27; in a Python cell it builds through the project like tvm.build "
+        "(cached, bounds-checked before it runs, %mlc_checked) and returns 0.27's Executable",
+        re.compile(r"(?<![\w.])(?:tvm\.)?relax\.build\b"),
+        None,
+        shim=f"{C}.relax_build",
     ),
     Rule(
         'tvm.register_func("env.f", override=True)',

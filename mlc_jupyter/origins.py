@@ -2,13 +2,15 @@
 
 TVMScript gives each parsed statement a span in the cell's own file name (``<mlc-cell-N>``) that
 survives scheduling; :func:`remember_cell` keeps what it takes to turn such a span back into the
-cell line as typed. A schedule run records its steps (:func:`remember_schedule`), so a module
+cell line as typed; an ordinary cell in course mode carries IPython's file name for the cell
+instead, and :func:`remember_python_cell` finds it by the text of that file. A schedule run records its steps (:func:`remember_schedule`), so a module
 built later can be traced to the step that produced it. Both registries are small and bounded:
 an error can be located as long as its cell is among the last few hundred parsed.
 """
 
 from __future__ import annotations
 
+import linecache
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +63,9 @@ class ScheduleHistory:
 
 
 _cells: OrderedDict[str, _Cell] = OrderedDict()
+#: Ordinary (course-mode) cells by their translated text: IPython names a cell's file only when
+#: it compiles it, after the translation, so such a cell is found by the text its file holds.
+_python_cells: OrderedDict[tuple[str, ...], tuple[Translation, str]] = OrderedDict()
 _scheduled: OrderedDict[int, tuple[ScheduleHistory, int]] = OrderedDict()
 
 
@@ -77,10 +82,37 @@ def remember_cell(
         _cells.popitem(last=False)
 
 
+def remember_python_cell(translation: Translation, name: str) -> None:
+    """Record an ordinary code cell (course mode) before it runs, under its translated text."""
+    key = tuple(translation.source.splitlines())
+    _python_cells[key] = (translation, name)
+    _python_cells.move_to_end(key)
+    while len(_python_cells) > _MAX_CELLS:
+        _python_cells.popitem(last=False)
+
+
+def python_cell(file_name: str) -> tuple[Translation, int, str] | None:
+    """``(translation, first line, cell name)`` of the cell compiled as ``file_name``: a parsed
+    cell, or an ordinary cell found by the text IPython keeps for that file."""
+    cell = _cells.get(file_name)
+    if cell is None:
+        text = "".join(linecache.getlines(file_name))
+        found = _python_cells.get(tuple(text.splitlines())) if text else None
+        if found is None:
+            return None
+        cell = _Cell(found[0], 1, found[1], ())
+        _cells[file_name] = cell
+        while len(_cells) > _MAX_CELLS:
+            _cells.popitem(last=False)
+    return cell.translation, cell.first_line, cell.name
+
+
 def cell_place(span: Any) -> CellPlace | None:
     """The cell place of a TVM ``Span`` (``None`` when it is not from a remembered cell)."""
     source = getattr(span, "source_name", None)
     file_name = getattr(source, "name", None)
+    if file_name is not None and str(file_name) not in _cells:
+        python_cell(str(file_name))
     cell = _cells.get(str(file_name)) if file_name is not None else None
     if cell is None:
         return None

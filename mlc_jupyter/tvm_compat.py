@@ -869,6 +869,11 @@ def tensor_intrin_class() -> Any:
     return s_tir().TensorIntrin
 
 
+def executable_type() -> type:
+    """The class ``tvm.compile`` / ``relax.build`` return (``relax.VirtualMachine`` takes it)."""
+    return tvm().runtime.Executable
+
+
 def benchmark_result(results: list[float]) -> Any:
     """TVM's ``BenchmarkResult`` (what ``time_evaluator`` returns) for per-call times in seconds."""
     from tvm.runtime.module import BenchmarkResult

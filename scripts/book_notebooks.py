@@ -30,6 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from mlc_jupyter.errata import BOOK_ERRATA  # noqa: E402 - the checkout's package, found above
+
 #: The book, in the ``shared/`` folder beside the checkout (or beside the worktrees' folder).
 BOOK = next(
     (
@@ -236,42 +239,12 @@ with open("fashionmnist_mlp_params.pkl", "wb") as _file:
 #: What replaces a ``d`` fence, by the first word of its download.
 SUBSTITUTES = {"torchvision": _FASHION_MNIST, "wget": _MLP_WEIGHTS}
 
-#: Edits a code cell needs beyond layout, each with its reason: (notebook, fence line, old, new).
-ERRATA: tuple[tuple[str, int, str, str, str], ...] = (
-    ("ch2_tensor_program", 676, "\nnumpy_mm_relu_v2(a_np", "\nlnumpy_mm_relu_v2(a_np",
-     "book typo: the cell defines lnumpy_mm_relu_v2 and calls numpy_mm_relu_v2"),
-    ("ch2_tensor_program", 779,
-     "        # C\n        for j1 in range(4):\n            j = j0 * 4 + j1\n"
-     "            C[i, j] = max(Y[i, j], 0)",
-     "            # C\n            for j1 in range(4):\n                j = j0 * 4 + j1\n"
-     "                C[i, j] = max(Y[i, j], 0)",
-     "book bug: the C loop is printed outside the j0 loop, so the check fails"),
-    ("ch2_tensor_program", 1065, "\n    rt_lib = tvm.build(MyAdd, target=\"llvm\")\n    a_tvm = tvm.nd.array(a)\n"
-     "    b_tvm = tvm.nd.array(b)\n    c_tvm = tvm.nd.array(np.empty((4, 4), dtype=np.int64))\n"
-     "    rt_lib[\"add\"](a_tvm, b_tvm, c_tvm)\n    np.testing",
-     "\nrt_lib = tvm.build(MyAdd, target=\"llvm\")\na_tvm = tvm.nd.array(a)\n"
-     "b_tvm = tvm.nd.array(b)\nc_tvm = tvm.nd.array(np.empty((4, 4), dtype=np.int64))\n"
-     "rt_lib[\"add\"](a_tvm, b_tvm, c_tvm)\nnp.testing",
-     "book bug: the lines that build and check MyAdd are printed inside the class body"),
-    ("ch7_graph_optimization", 5156, "global_var = builder_.add_func(",
-     "global_var = self.builder_.add_func(", "book typo: builder_ is the mutator's self.builder_"),
-    ("ch4_auto_optimization", 2246, "sch.mod.script())))", "sch.mod.script()))",
-     "book typo: a closing parenthesis too many"),
-    ("ch4_auto_optimization", 2452, "sch.mod.script())))", "sch.mod.script()))",
-     "book typo: a closing parenthesis too many"),
-    ("ch4_auto_optimization", 2485, "sch.mod.script())))", "sch.mod.script()))",
-     "book typo: a closing parenthesis too many"),
-    ("ch4_auto_optimization", 2501, "sch.mod.script())))", "sch.mod.script()))",
-     "book typo: a closing parenthesis too many"),
-    ("ch6_1_gpu", 4246, 'np.zeros((1024,)), dtype="float32")', 'np.zeros((1024,), dtype="float32")',
-     "book typo: a closing parenthesis too many"),
-    ("ch6_2_hardware", 4569, "C_accumulator[:, :, :]", "C_accumulator[:, :]",
-     "book bug: the 16x16 accumulator is indexed with three slices"),
-    ("ch6_2_hardware", 4866, "temp.repath(", "temp.relpath(",
-     "book typo: TVM's tempdir has relpath, not repath"),
-    ("ch6_2_hardware", 4895, "<!-- todo -->\n<!-- For CI, do not run this part of the code -->\n",
-     "", "the book's page markup (two HTML comments) leaked into the cell"),
-)  # fmt: skip
+#: Edits a code cell needs beyond layout, each with its reason: (notebook, fence line, old, new,
+#: why). They are the book's known errata (:mod:`mlc_jupyter.errata`), the same table whose
+#: entries course mode names when a cell typed as printed fails on one.
+ERRATA: tuple[tuple[str, int, str, str, str], ...] = tuple(
+    (e.notebook, e.fence_line, e.printed, e.corrected, e.note) for e in BOOK_ERRATA
+)
 
 #: Indentation of each blank-line separated group after a page break, where trying shifts in
 #: order ("continue the previous block" first) would pick a layout that parses but is wrong.

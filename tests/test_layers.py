@@ -48,6 +48,7 @@ UNITS = {
     "tune": "service",
     "config": "core",
     "dialect": "core",
+    "errata": "core",  # the printed book's known errata (course-mode messages, book notebooks)
     "errors": "core",
     "origins": "core",  # where IR came from: cell lines of TVMScript spans, schedule steps
     "results": "core",
@@ -62,7 +63,7 @@ SERVICE_USES = {
     "graph": set(),
     "schedule": set(),
     "measure": {"cells", "compilation"},  # cells: the machine-limit kernels are TVMScript
-    "course": {"compilation", "measure", "tune"},
+    "course": {"cells", "compilation", "measure", "tune"},  # cells: the loop-extent check
     "deploy": {"compilation", "models", "tune"},
     "models": {"compilation"},
     "passes": {"compilation", "graph", "schedule"},

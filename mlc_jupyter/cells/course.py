@@ -4,7 +4,8 @@ The IPython wiring is in :mod:`mlc_jupyter.magics.course`; this module is plain 
 translated with the shared rule table (:func:`mlc_jupyter.dialect.translate`, shims on); a course
 spelling with no 0.27 equivalent or a syntax error is refused before the cell runs, located at
 the line and column the user typed; a failure inside TVM while the cell runs becomes a short
-:class:`~mlc_jupyter.errors.CellRaised` at the cell line that called into TVM.
+:class:`~mlc_jupyter.errors.CellRaised` at the cell line that called into TVM. A failure on one of
+the printed book's known errata (:mod:`mlc_jupyter.errata`) says so and shows the corrected line.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import traceback
 from typing import Any
 
 from ..dialect import Translation, translate
+from ..errata import erratum_at
 from ..errors import CellError, CellRaised, GoneError, MLCError, error_reason
 from .parse import LOCATION, Locator, dataflow_leak
 
@@ -49,7 +51,11 @@ def translate_cell(text: str) -> Translation:
             translation.source, "<cell>", "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
         )
     except SyntaxError as err:
-        raise locate.syntax_error(err) from None
+        error = locate.syntax_error(err)
+        erratum = erratum_at(text, error.line)
+        if erratum is not None:
+            error.hint = erratum.explain(text)
+        raise error from None
     return translation
 
 
@@ -75,11 +81,22 @@ def locate_failure(err: BaseException, filename: str, translation: Translation) 
     if isinstance(err, CellError):
         return None  # already located (a magic's cell error)
     text = str(err)
+    locate = Locator(translation, filename, 1, "cell")
+    located = locate.from_exception(err, "python")
+    erratum = erratum_at(translation.original, located.line)
+    if erratum is not None:  # the book's own mistake, typed as printed: say so, whatever failed
+        return CellRaised(
+            err.message if isinstance(err, MLCError) else error_reason(text, limit=None) or text,
+            raised=_raised_name(err, text),
+            line=located.line,
+            column=located.column,
+            source_line=located.source_line,
+            hint=erratum.explain(translation.original),
+            span=located.span,
+        )
     tvm_failure = from_tvm(err.__traceback__, filename) or type(err).__module__.startswith("tvm")
     if not (tvm_failure or isinstance(err, MLCError)):
         return None
-    locate = Locator(translation, filename, 1, "cell")
-    located = locate.from_exception(err, "python")
     found = LOCATION.search(text)
     if found and found.group("file") == filename:
         return located  # a TVMScript diagnostic in the cell: TVM's message, placed as typed

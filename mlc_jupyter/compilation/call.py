@@ -8,6 +8,7 @@ says plainly that no GPU is present instead of failing deep in TVM.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -206,6 +207,16 @@ def _copy_back(values: tuple[Any, ...], tensors: list[Any]) -> None:
             value.copyfrom(out)
 
 
+def _written_indices(sig: Signature) -> list[int]:
+    """Positions of the parameters the function writes: its outputs and in-place inputs."""
+    n_params = len(sig.params)
+    return [
+        i
+        for i, p in enumerate(sig.params)
+        if p.name in sig.written or i >= n_params - sig.n_outputs
+    ]
+
+
 def _convert(out: Any, like: str) -> Any:
     """A result as the kind of array the call was given; a tuple of outputs as a tuple."""
     if is_array(out) or isinstance(out, (tuple, list)):
@@ -219,13 +230,67 @@ def _convert(out: Any, like: str) -> Any:
     return out
 
 
+def _on_device(value: Any, device: Any) -> bool:
+    """A TVM tensor already on ``device``: a call can hand it to the kernel as it is."""
+    if _kind(value) != "tvm":
+        return False
+    where = value.device
+    return int(where.dlpack_device_type()) == int(device.dlpack_device_type()) and int(
+        where.index
+    ) == int(device.index)
+
+
+def in_place_arguments(built: Any, sig: Signature, args: tuple[Any, ...]) -> list[Any] | None:
+    """``args`` themselves when every one is a TVM tensor on the build's device and the call
+    passes every parameter: the kernel then writes the caller's tensors, as TVM's own call does
+    (``None`` otherwise: the arguments need copying)."""
+    device = device_for(built.target)
+    if sig.relax or len(args) != len(sig.params):
+        return None
+    if not all(_on_device(value, device) for value in args):
+        return None
+    for index, value in enumerate(args):
+        _check(sig, index, value)
+    return list(args)
+
+
+def call_arguments(
+    built: Any, sig: Signature, args: tuple[Any, ...]
+) -> tuple[list[Any], int, Callable[[], None]]:
+    """The tensors to call ``sig`` with, how many outputs were allocated, and what copies the
+    written arguments back into the caller's arrays after the call.
+
+    TVM tensors on the build's device are passed as they are (nothing to copy back); anything
+    else is copied into aligned tensors, and afterwards the arguments the kernel wrote (its
+    outputs and in-place inputs; every argument when the TIR does not show it, as when an extern
+    call writes) are copied back.
+    """
+    direct = in_place_arguments(built, sig, args)
+    if direct is not None:
+        return direct, 0, lambda: None
+    tensors, allocated = to_device(built, sig, args)
+
+    def copy_back() -> None:
+        if allocated or sig.relax:
+            return
+        written = _written_indices(sig) or range(len(args))
+        _copy_back(tuple(args[i] for i in written), [tensors[i] for i in written])
+
+    return tensors, allocated, copy_back
+
+
 def bound_function(built: Any, name: str | None) -> Any:
-    """A Python callable for function ``name`` of ``built``."""
+    """A Python callable for function ``name`` of ``built``.
+
+    TVM tensors on the build's device are handed to the kernel as they are (it writes them in
+    place, as TVM's own call does); NumPy arrays and PyTorch tensors are copied into aligned
+    tensors and every argument is copied back after the call.
+    """
     sig = prepare(built, name)
     func = runtime_function(built, sig.name)
 
     def call(*args: Any) -> Any:
-        tensors, allocated = to_device(built, sig, args)
+        tensors, allocated, copy_back = call_arguments(built, sig, args)
         like = _kind(args[0]) if args else "numpy"
         like = "numpy" if like == "other" else like
         result = func(*tensors)
@@ -234,9 +299,7 @@ def bound_function(built: Any, name: str | None) -> Any:
         if allocated:
             outs = [_convert(t, like) for t in tensors[-allocated:]]
             return outs[0] if len(outs) == 1 else tuple(outs)
-        # outputs the TIR does not show (an extern call writes them): copy every argument back
-        n_out = sig.n_outputs or len(args)
-        _copy_back(args[-n_out:], tensors[-n_out:])
+        copy_back()
         return None
 
     call.__name__ = sig.name

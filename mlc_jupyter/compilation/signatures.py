@@ -38,6 +38,8 @@ class Signature:
     params: tuple[Param, ...]
     n_outputs: int
     relax: bool = False
+    #: Parameters the function's TIR stores into (outputs and in-place inputs).
+    written: tuple[str, ...] = ()
 
     @property
     def inputs(self) -> tuple[Param, ...]:
@@ -105,7 +107,8 @@ def signatures(mod: Any) -> dict[str, Signature]:
                 if param.name not in written:
                     break
                 n_out += 1
-            found[name] = Signature(name, params, n_out)
+            stored = tuple(p.name for p in params if p.name in written)
+            found[name] = Signature(name, params, n_out, written=stored)
     return found
 
 

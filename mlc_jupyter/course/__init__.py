@@ -10,8 +10,10 @@ course spelling                           shim
 ``tvm.build(mod, target)``                :func:`build`: builds through the project (cache,
                                           checks) and returns a :class:`CourseModule`: the stock
                                           module's API plus ``rt_lib["f"]``, the book's
-                                          ``time_evaluator`` (the project's timer, as
-                                          ``%mlc_time``) and ``imported_modules[0].get_source()``
+                                          ``time_evaluator`` (TVM's, on the caller's arrays,
+                                          :mod:`.timer`) and ``imported_modules[0].get_source()``
+``relax.build(mod, target)``              :func:`relax_build`: the same build (cache, checks);
+                                          TVM's own Executable, so relax.VirtualMachine is stock
 ``tvm.nd.array`` / ``tvm.nd.empty``       :mod:`.nd`: runtime tensors; a GPU device without a GPU
                                           raises the project's "no GPU" error
 ``tvm.tir.X`` / ``from tvm import tir``   :mod:`.tir`: the TIR names plus the schedule names that
@@ -21,6 +23,7 @@ course spelling                           shim
 ``ms`` (the book's MetaSchedule import)  :mod:`.tuning`: ``ms.tune_tir`` runs the project's
                                           tuner; ``compile_tir`` takes the book's IRModule
 ``relax.const(v, TensorStructInfo)``      :func:`relax_const`
+(each TVMScript definition)                :func:`check_definition`: the ``%%tir`` loop-extent check
 ``tvm.contrib.clang / utils``             :mod:`.contrib`: ``clang.create_llvm`` compiles the C
                                           code with the C compiler present (gcc) and loads it
 ========================================  =========================================================
@@ -36,6 +39,8 @@ from typing import Any
 _LAZY = {
     "build": "modules",
     "CourseModule": "modules",
+    "relax_build": "relax_executable",
+    "check_definition": "checks",
     "register_func": "registry",
     "TensorIntrin": "registry",
     "relax_const": "values",

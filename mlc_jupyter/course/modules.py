@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..compilation import build_module
-from ..compilation.cached_build import Built
+from ..compilation import build_module, device_for
+from ..compilation.call import call_arguments, compiled_symbol, prepare, relax_vm
 from ..compilation.source import generated_source
-from ..measure.race import time_module
-from ..measure.timer import DEFAULT_MIN_REPEAT_MS, Sampling
-from ..tvm_compat import benchmark_result
-from .nd import require_device
+from ..compilation.cached_build import Built
+from .nd import as_tensors, require_device
+from .timer import OLD_DEFAULTS, evaluator
 
 
 def build(mod: Any, target: Any = None, pipeline: Any = None, **kwargs: Any) -> CourseModule:
@@ -31,7 +30,8 @@ def build(mod: Any, target: Any = None, pipeline: Any = None, **kwargs: Any) -> 
 
 class CourseModule:
     """A built module with the stock API and the book's: ``lib["f"](a, b, c)``,
-    ``lib.time_evaluator("f", dev)``, ``lib.imported_modules[0].get_source()``.
+    ``lib.time_evaluator("f", dev)`` (on the caller's arrays), ``lib.imported_modules[0]
+    .get_source()``.
 
     ``built`` is the project's :class:`~mlc_jupyter.compilation.Built`, so ``%mlc_time lib`` and
     ``%mlc_build`` know it. Other attributes are the stock runtime module's (``imports``,
@@ -52,33 +52,30 @@ class CourseModule:
         self,
         func_name: str,
         dev: Any = None,
-        number: int | None = None,
-        repeat: int | None = None,
-        min_repeat_ms: float | None = None,
-        **ignored: Any,
+        number: int = OLD_DEFAULTS["number"],
+        repeat: int = OLD_DEFAULTS["repeat"],
+        min_repeat_ms: float = OLD_DEFAULTS["min_repeat_ms"],
+        **options: Any,
     ) -> Any:
-        """A timer of ``func_name``: call it with the function's arguments.
-
-        It measures like ``%mlc_time`` (calibrated calls for at least 50 ms, 5 repeats) unless
-        ``number`` / ``repeat`` / ``min_repeat_ms`` say otherwise, and returns TVM's
-        ``BenchmarkResult`` (``.mean``, ``.median``, ``.results``; ``print`` shows a summary).
-        """
+        """TVM's timer of ``func_name``, run on the arguments it is called with (outputs are
+        written, as in the book): see :mod:`.timer`. A Relax build is timed through its VM."""
         require_device(dev, f"time_evaluator({func_name!r})")
+        built = self.built
+        sig = prepare(built, func_name)
+        device = dev if dev is not None else device_for(built.target)
+        if sig.relax:
+            module = relax_vm(built).module
+            return evaluator(module, sig.name, device, vm_arguments, number, repeat,
+                             min_repeat_ms, **options)  # fmt: skip
 
-        def timer(*args: Any) -> Any:
-            timing = time_module(
-                self.built,
-                func_name=func_name,
-                args=args or None,
-                sampling=Sampling(
-                    repeat or 5,
-                    DEFAULT_MIN_REPEAT_MS if min_repeat_ms is None else min_repeat_ms,
-                    number,
-                ),
-            )
-            return benchmark_result(list(timing.results_s))
+        def arguments(args: tuple[Any, ...]) -> tuple[list[Any], Any]:
+            tensors, _, copy_back = call_arguments(built, sig, args)
+            return tensors, copy_back
 
-        return timer
+        symbol = compiled_symbol(built.mod, sig.name)
+        module = built.executable.mod
+        return evaluator(module, symbol, device, arguments, number, repeat, min_repeat_ms,
+                         **options)  # fmt: skip
 
     @property
     def imported_modules(self) -> list[Any]:
@@ -122,3 +119,9 @@ class _ImportedModule:
         if name.startswith("__"):
             raise AttributeError(name)
         return getattr(self.__dict__["module"], name)
+
+
+def vm_arguments(args: tuple[Any, ...]) -> tuple[list[Any], Any]:
+    """A Relax function's arguments as tensors (NumPy arrays copied, aligned); nothing to copy
+    back: a Relax function returns its outputs."""
+    return as_tensors(args), lambda: None

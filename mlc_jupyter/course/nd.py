@@ -43,6 +43,13 @@ def array(data: Any, device: Any = None, mem_scope: Any = None) -> Any:
     return _tensor(np.asarray(data), device=device)
 
 
+def as_tensors(args: tuple[Any, ...]) -> list[Any]:
+    """``args`` with NumPy arrays copied into (aligned) runtime tensors; the rest as given."""
+    import numpy as np
+
+    return [_tensor(a) if isinstance(a, np.ndarray) else a for a in args]
+
+
 def empty(shape: Any, dtype: str = "float32", device: Any = None, mem_scope: Any = None) -> Any:
     """An uninitialised runtime tensor."""
     require_device(device, "tvm.nd.empty")

@@ -5,12 +5,15 @@ the shared rule table rewrites the course's spelling to TVM 0.27's (and to the c
 :mod:`mlc_jupyter.course`, reached as ``mlc_course``), keeping every line in place. Failures
 inside TVM are shown as the project's short message at the line and column the user typed (an
 IPython custom exception handler, installed only while course mode is on and only if no other
-handler is set). ``%mlc_course off`` removes both: cells run as typed on stock TVM 0.27.
+handler is set). Each top-level TVMScript definition is followed by the ``%%tir`` magic's
+loop-extent check (an IPython AST transform). ``%mlc_course off`` removes all three: cells run as typed on stock TVM 0.27.
 """
 
 from __future__ import annotations
 
+import ast
 import linecache
+import re
 from collections import OrderedDict
 from typing import Any
 
@@ -19,6 +22,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.display import display
 
 from .. import course as course_shims
+from .. import origins
 from ..cells.course import locate_failure, translate_cell
 from ..dialect import COURSE_NAME, Translation
 from ..display.course import course_bundle
@@ -37,6 +41,7 @@ class CourseMode:
         self.last: Translation | None = None
         self.cells: OrderedDict[tuple[str, ...], Translation] = OrderedDict()
         self.owns_handler = False
+        self.checks = CheckDefinitions()
 
     def transform(self, lines: list[str]) -> list[str]:
         """IPython's hook: the cell's lines in TVM 0.27's spelling (raises a located error)."""
@@ -46,8 +51,9 @@ class CourseMode:
         translation = translate_cell(text)
         if not text.lstrip().startswith(_MAGIC_CALL):
             self.last = translation
+        self.shell.user_ns[COURSE_NAME] = course_shims
+        origins.remember_python_cell(translation, f"In [{self.shell.execution_count}]")
         if translation.changed:
-            self.shell.user_ns[COURSE_NAME] = course_shims
             self.cells[_key(translation.source)] = translation
             while len(self.cells) > _REMEMBERED:
                 self.cells.popitem(last=False)
@@ -60,6 +66,8 @@ class CourseMode:
         self.shell.user_ns[COURSE_NAME] = course_shims
         if self.transform not in self.shell.input_transformers_post:
             self.shell.input_transformers_post.append(self.transform)
+        if self.checks not in self.shell.ast_transformers:
+            self.shell.ast_transformers.append(self.checks)
         if not self.shell.custom_exceptions:
             self.shell.set_custom_exc((Exception,), self._show_error)
             self.owns_handler = True
@@ -68,6 +76,8 @@ class CourseMode:
         self.enabled = False
         if self.transform in self.shell.input_transformers_post:
             self.shell.input_transformers_post.remove(self.transform)
+        if self.checks in self.shell.ast_transformers:
+            self.shell.ast_transformers.remove(self.checks)
         if self.owns_handler:
             self.shell.set_custom_exc((), None)
             self.owns_handler = False
@@ -119,6 +129,40 @@ class CourseMode:
     def _as_typed(self, tb: Any) -> Any:
         """Show a Python traceback with the cells' lines as the user typed them."""
         return _LinesAsTyped({n: self._translation_of(n) for n in set(self._cell_files(tb))})
+
+
+#: A decorator that makes TVMScript: a module (``@tvm.script.ir_module``, ``@I.ir_module``) or
+#: a TIR function (``@T.prim_func``, with or without arguments).
+_TVMSCRIPT_DECORATOR = re.compile(r"(^|\.)(ir_module|prim_func)$")
+
+
+class CheckDefinitions(ast.NodeTransformer):
+    """IPython AST transform: after each top-level TVMScript definition of a cell, the ``%%tir``
+    magic's loop-extent check of what it defined (``mlc_course.check_definition``)."""
+
+    def visit_Module(self, node: ast.Module) -> ast.Module:
+        body: list[ast.stmt] = []
+        for stmt in node.body:
+            body.append(stmt)
+            if isinstance(stmt, ast.ClassDef | ast.FunctionDef) and any(
+                _TVMSCRIPT_DECORATOR.search(ast.unparse(_called(d))) for d in stmt.decorator_list
+            ):
+                check = ast.Expr(
+                    ast.Call(
+                        ast.Attribute(ast.Name(COURSE_NAME, ast.Load()), "check_definition",
+                                      ast.Load()),
+                        [ast.Name(stmt.name, ast.Load()), ast.Constant(stmt.name)],
+                        [],
+                    )
+                )  # fmt: skip
+                body.append(ast.fix_missing_locations(ast.copy_location(check, stmt)))
+        node.body = body
+        return node
+
+
+def _called(decorator: ast.expr) -> ast.expr:
+    """``T.prim_func`` for ``@T.prim_func(private=True)``."""
+    return decorator.func if isinstance(decorator, ast.Call) else decorator
 
 
 class _LinesAsTyped:
