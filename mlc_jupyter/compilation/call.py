@@ -250,7 +250,7 @@ def in_place_arguments(built: Any, sig: Signature, args: tuple[Any, ...]) -> lis
     if not all(_on_device(value, device) for value in args):
         return None
     for index, value in enumerate(args):
-        _check(sig, index, value)
+        check_argument(sig, index, value)
     return list(args)
 
 

@@ -45,8 +45,6 @@ def array(data: Any, device: Any = None, mem_scope: Any = None) -> Any:
 
 def as_tensors(args: tuple[Any, ...]) -> list[Any]:
     """``args`` with NumPy arrays copied into (aligned) runtime tensors; the rest as given."""
-    import numpy as np
-
     return [_tensor(a) if isinstance(a, np.ndarray) else a for a in args]
 
 
