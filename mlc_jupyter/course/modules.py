@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..compilation import build_module, device_for
+from ..compilation.cached_build import Built
 from ..compilation.call import call_arguments, compiled_symbol, prepare, relax_vm
 from ..compilation.source import generated_source
-from ..compilation.cached_build import Built
 from .nd import as_tensors, require_device
 from .timer import OLD_DEFAULTS, evaluator
 

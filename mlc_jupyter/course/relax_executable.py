@@ -14,7 +14,7 @@ from typing import Any
 
 from .. import tvm_compat
 from ..compilation import build_module
-from ..results import Built
+from ..compilation.cached_build import Built
 
 
 class CourseExecutable(tvm_compat.executable_type()):  # type: ignore[misc]
