@@ -142,7 +142,7 @@ def _module(path: Path) -> str:
     return ".".join(parts) or "__init__"
 
 
-def _top_level_and_deferred(path: Path) -> list[tuple[ast.stmt, bool]]:
+def _import_statements(path: Path) -> list[tuple[ast.stmt, bool]]:
     """Every import statement of ``path``, with whether it runs inside a function."""
     found = []
 
@@ -165,7 +165,7 @@ def _package_edges(path: Path, modules: set[str]) -> list[tuple[int, str, bool]]
     """
     package = list(path.relative_to(PACKAGE).with_suffix("").parts[:-1])
     edges = []
-    for node, deferred in _top_level_and_deferred(path):
+    for node, deferred in _import_statements(path):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package[: len(package) - (node.level - 1)]
@@ -242,13 +242,19 @@ def _dynamic_import_names(path: Path) -> list[tuple[int, ast.expr]]:
 def _names_own_module(arg: ast.expr) -> bool:
     """Is this module name provably one of the package's own: relative, ``mlc_jupyter.``..., or
     built on ``__name__`` / ``__package__``?"""
-    first = arg.values[0] if isinstance(arg, ast.JoinedStr) and arg.values else arg
-    if isinstance(first, ast.FormattedValue):
-        first = first.value
-    if isinstance(arg, ast.BinOp):
-        first = arg.left
+    first = arg
+    while isinstance(first, ast.BinOp | ast.JoinedStr | ast.FormattedValue):
+        if isinstance(first, ast.BinOp):
+            first = first.left
+        elif isinstance(first, ast.JoinedStr):
+            if not first.values:
+                return False
+            first = first.values[0]
+        else:
+            first = first.value
     if isinstance(first, ast.Constant) and isinstance(first.value, str):
-        return first.value.startswith((".", "mlc_jupyter"))
+        name = first.value
+        return name.startswith(".") or name.split(".")[0] == "mlc_jupyter"
     return isinstance(first, ast.Name) and first.id in ("__name__", "__package__")
 
 
@@ -398,7 +404,7 @@ def test_every_function_level_import_says_why_it_is_deferred():
     wrong = []
     for path in _sources():
         lines = path.read_text().splitlines()
-        imports = _top_level_and_deferred(path)
+        imports = _import_statements(path)
         import_lines = {i for node, _ in imports for i in range(node.lineno, node.end_lineno + 1)}
         for node, deferred in imports:
             if not deferred:
@@ -567,6 +573,23 @@ def test_the_circle_checks_tell_import_time_from_function_level(planted_package,
         test_every_function_level_import_says_why_it_is_deferred()
     assert "planted_deferred.py:2" not in str(caught.value)
     assert "planted_d.py" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "ours"),
+    [
+        ('f"{__name__}.{sub}"', True),
+        ('__name__ + "." + sub', True),
+        ('".widgets"', True),
+        ('"mlc_jupyter.tune"', True),
+        ('"mlc_jupyter_extra"', False),
+        ('"tvm" + sub', False),
+        ('f"tvm.{sub}"', False),
+        ("TENSOR_INTRIN", False),
+    ],
+)
+def test_a_module_name_is_ours_only_when_provably_so(name, ours):
+    assert _names_own_module(ast.parse(name, mode="eval").body) is ours
 
 
 #: Test folders that are not packages of mlc_jupyter: end-to-end paths a user takes.
