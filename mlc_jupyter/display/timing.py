@@ -40,6 +40,7 @@ def _row(t: Timing, report: TimingReport) -> list[str]:
     fraction = report.peak_fraction(t) if report.limits is not None else None
     return [
         t.name,
+        t.device or "-",
         format_time(t.median_s),
         _spread(t),
         format_time(t.mean_s),
@@ -56,6 +57,7 @@ def _row(t: Timing, report: TimingReport) -> list[str]:
 _HIDDEN_WHEN_EMPTY = ("±", "GFLOP/s", "% peak")
 _HEAD = [
     "variant",
+    "device",
     "median",
     "±",
     "mean",
@@ -71,10 +73,13 @@ _HEAD = [
 def table(report: TimingReport) -> tuple[list[str], list[list[str]]]:
     """The head and rows of the report's table, without a rate column empty in every row."""
     rows = [_row(t, report) for t in report.timings]
+    # the device column appears when some row ran off the CPU (a GPU race names each row's)
+    off_cpu = any(t.device not in ("", "cpu") for t in report.timings)
     keep = [
         i
         for i, head in enumerate(_HEAD)
-        if head not in _HIDDEN_WHEN_EMPTY or any(r[i] != "-" for r in rows)
+        if (head != "device" or off_cpu)
+        and (head not in _HIDDEN_WHEN_EMPTY or any(r[i] != "-" for r in rows))
     ]
     return [_HEAD[i] for i in keep], [[r[i] for i in keep] for r in rows]
 

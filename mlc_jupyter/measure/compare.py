@@ -22,10 +22,12 @@ from ..errors import MLCError, RemoteError, TimingError
 from .machine import MachineLimits, cpu_limits, kernel_cores
 from .race import (
     Contender,
+    TorchPlacement,
     callable_contender,
     outputs_on,
     race,
     torch_contenders,
+    torch_placement,
     tvm_contender,
 )
 from .reference import expression_function, is_torch_module, reference_outputs
@@ -180,12 +182,14 @@ def _race_variants(
             namespace,
         )
     let_threads_settle(after=ref)  # a NumPy or PyTorch reference leaves spinning threads
+    # PyTorch races on the device the TVM variants run on (its GPU for a CUDA build)
+    placement = torch_placement(first.target) if remote is None else None
     contenders: list[Contender] = []
     for name, obj in variants.items():
         if name in models and remote is not None:
             contenders.append(Contender(name, "torch", error=_HERE_ONLY))
         elif name in models:
-            contenders += torch_contenders(obj, inputs, name, torch_compile)
+            contenders += torch_contenders(obj, inputs, name, torch_compile, placement)
         elif name in builts:
             if remote is not None:
                 remote.device(builts[name].target)  # no device there: say so, not once per row
@@ -194,11 +198,12 @@ def _race_variants(
             )
     for name, model in models.items():
         if name not in variants:
-            contenders += torch_contenders(model, inputs, name, torch_compile)
+            contenders += torch_contenders(model, inputs, name, torch_compile, placement)
     if isinstance(ref, str) and baselines and remote is None:
-        contenders += _expression_rows(ref, sig, inputs, namespace)
+        contenders += _expression_rows(ref, sig, inputs, namespace, placement)
     if is_torch_module(ref) and baselines and not models and remote is None:
-        contenders += torch_contenders(ref, inputs, _label(ref, namespace), torch_compile)
+        label = _label(ref, namespace)
+        contenders += torch_contenders(ref, inputs, label, torch_compile, placement)
     names = [p.name for p in sig.outputs] or ["result"]
     timings, notes = race(contenders, expected, names, sampling)
     return timings, notes, sig
@@ -238,19 +243,26 @@ def _label(model: Any, namespace: dict[str, Any] | None) -> str:
     return type(model).__name__
 
 
-def _expression_rows(expr: str, sig: Any, inputs: list[Any], namespace: Any) -> list[Contender]:
-    """NumPy and PyTorch rows evaluating the reference expression."""
+def _expression_rows(
+    expr: str, sig: Any, inputs: list[Any], namespace: Any, placement: TorchPlacement | None
+) -> list[Contender]:
+    """NumPy (on the CPU) and PyTorch (where the TVM variants run) rows evaluating the
+    reference expression."""
     names = [p.name for p in sig.inputs]
     rows = []
     for lib in ("numpy", "torch"):
+        device = "cpu" if lib == "numpy" or placement is None else placement.device
+        if device is None:
+            rows.append(Contender(lib, lib, error=placement.reason, device=""))
+            continue
         try:
             fn = expression_function(expr, names, namespace, lib)
             args = list(inputs[: len(names)])
             if lib == "torch":
                 import torch  # deferred: optional, and slow to import
 
-                args = [torch.from_numpy(x) for x in args]
-            rows.append(callable_contender(lib, fn, args, lib))
+                args = [torch.from_numpy(x).to(device) for x in args]
+            rows.append(callable_contender(lib, fn, args, lib, device=device))
         except Exception as err:  # noqa: BLE001 - a baseline row that cannot run says why
             rows.append(Contender(lib, lib, error=f"{type(err).__name__}: {err}"))
     return rows

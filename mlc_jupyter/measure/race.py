@@ -8,6 +8,7 @@ worker threads to stop spinning (:data:`~.timer.SETTLE_S`).
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 import weakref
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..compilation import describe_target, device_for
+from ..compilation import describe_target, device_for, is_gpu_target, resolve_target
 from ..compilation.cached_build import Built
 from ..compilation.call import (
     compiled_symbol,
@@ -65,6 +66,7 @@ class Contender:
     target: str = ""
     error: str | None = None
     notes: list[str] = field(default_factory=list)
+    device: str = "cpu"
 
 
 def tvm_contender(
@@ -113,7 +115,51 @@ def tvm_contender(
         flops=model_flops(built.mod) if sig.relax else estimate_flops(built.mod, sig.name),
         bytes=model_bytes(built.mod) if sig.relax else argument_bytes(built.mod, sig.name),
         target=describe_target(built.target) + where,
+        device=f"{device_name(built.target)}{where}",
     )
+
+
+def device_name(target: Any) -> str:
+    """``cpu`` or ``cuda:0``: the device a build for ``target`` runs on here (as PyTorch says)."""
+    device = device_for(target)
+    kind = resolve_target(target).kind.name
+    return "cpu" if kind in ("llvm", "c") else f"{kind}:{device.index}"
+
+
+@dataclass(frozen=True)
+class TorchPlacement:
+    """Where a race's PyTorch rows run: the TVM variants' device, or why they cannot.
+
+    ``device`` is a PyTorch device (``cpu``, ``cuda:0``); ``None`` means the rows are left out
+    and ``reason`` says why (racing a GPU kernel against PyTorch on the CPU compares machines,
+    not code).
+    """
+
+    device: str | None
+    reason: str = ""
+
+
+def torch_placement(target: Any) -> TorchPlacement:
+    """Where PyTorch rows must run to race a build for ``target`` (``None``: the CPU)."""
+    if target is None or not is_gpu_target(target):
+        return TorchPlacement("cpu")
+    name = device_name(target)
+    if not name.startswith("cuda"):
+        return TorchPlacement(None, f"PyTorch rows left out: PyTorch cannot run on {name}")
+    import torch  # deferred: optional, and slow to import
+
+    if not torch.cuda.is_available():
+        why = (
+            "this PyTorch is built without CUDA"
+            if torch.version.cuda is None
+            else "PyTorch sees no CUDA GPU"
+        )
+        return TorchPlacement(
+            None,
+            f"PyTorch rows left out: the TVM variant runs on the GPU ({name}) and {why} "
+            f"(torch {torch.__version__}); on the CPU they would race another machine",
+        )
+    return TorchPlacement(name)
 
 
 def outputs_on(built: Built, func_name: str | None, inputs: list[Any], remote: Any) -> list[Any]:
@@ -131,14 +177,23 @@ def _calls(call: Callable[[], Any], min_s: float) -> int:
 
 
 def callable_contender(
-    name: str, fn: Callable[..., Any], args: list[Any], kind: str, flops: float | None = None
+    name: str,
+    fn: Callable[..., Any],
+    args: list[Any],
+    kind: str,
+    flops: float | None = None,
+    device: str = "cpu",
 ) -> Contender:
-    """A Python function (NumPy, PyTorch) on ``args``, timed with ``perf_counter`` loops."""
+    """A Python function (NumPy, PyTorch) on ``args``, timed with ``perf_counter`` loops, or
+    with CUDA events around the loop when ``device`` is a GPU (PyTorch returns before its
+    kernels finish; the events time the kernels, as ``torch.utils.benchmark`` does)."""
 
     def outputs() -> list[Any]:
         return as_arrays(fn(*args))
 
     def calibrate(min_s: float) -> tuple[Sampler, int]:
+        if device.startswith("cuda"):
+            return _cuda_sampler(fn, args, min_s)
         calls = _calls(lambda: fn(*args), min_s)
 
         def sample() -> float:
@@ -149,23 +204,61 @@ def callable_contender(
 
         return sample, calls
 
-    return Contender(name, kind, outputs, calibrate, flops=flops)
+    return Contender(name, kind, outputs, calibrate, flops=flops, device=device)
+
+
+def _cuda_sampler(fn: Callable[..., Any], args: list[Any], min_s: float) -> tuple[Sampler, int]:
+    """A sampler of ``fn`` on the GPU: CUDA events recorded around ``calls`` calls, then a
+    synchronize, so each sample is the kernels' time and not the launches'."""
+    import torch  # deferred: optional, and slow to import
+
+    calls = _calls(lambda: (fn(*args), torch.cuda.synchronize()), min_s)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def sample() -> float:
+        torch.cuda.synchronize()
+        start.record()
+        for _ in range(calls):
+            fn(*args)
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3 / calls  # milliseconds
+
+    return sample, calls
 
 
 _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: Each model's copies on other devices (the user's model stays where it is).
+_MOVED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def torch_contenders(
-    model: Any, inputs: list[Any], name: str, compiled: bool = True
+    model: Any,
+    inputs: list[Any],
+    name: str,
+    compiled: bool = True,
+    placement: TorchPlacement | None = None,
 ) -> list[Contender]:
-    """``name`` (the model eager) and ``torch.compile(name)``, both without gradients.
+    """``name`` (the model eager) and ``torch.compile(name)``, both without gradients, on the
+    device ``placement`` names (the CPU by default; on a GPU a copy of the model and the
+    inputs are moved there and each sample is timed with CUDA events).
 
     The compiled model is kept for the kernel's life, so only the first race pays for
     compiling; a model ``torch.compile`` cannot handle gets a row that says why.
     """
     import torch  # deferred: optional, and slow to import
 
-    args = torch_inputs(model, inputs)
+    placement = placement or TorchPlacement("cpu")
+    label = f"torch.compile({name})"
+    if placement.device is None:
+        rows = [Contender(name, "torch", error=placement.reason, device="")]
+        if compiled:
+            rows.append(Contender(label, "torch", error=placement.reason, device=""))
+        return rows
+    device = placement.device
+    args = [a.to(device) for a in torch_inputs(model, inputs)]
+    if device != "cpu":
+        model = _moved(model, device)
 
     def run(module: Any) -> Callable[..., Any]:
         def call(*xs: Any) -> Any:
@@ -174,10 +267,9 @@ def torch_contenders(
 
         return call
 
-    rows = [callable_contender(name, run(model), args, "torch")]
+    rows = [callable_contender(name, run(model), args, "torch", device=device)]
     if not compiled:
         return rows
-    label = f"torch.compile({name})"
     try:
         fast = _COMPILED.get(model)
         if fast is None:
@@ -190,8 +282,16 @@ def torch_contenders(
         first = next((ln for ln in str(err).splitlines() if ln.strip()), type(err).__name__)
         rows.append(Contender(label, "torch", error=f"torch.compile failed: {first[:300]}"))
         return rows
-    rows.append(callable_contender(label, run(fast), args, "torch"))
+    rows.append(callable_contender(label, run(fast), args, "torch", device=device))
     return rows
+
+
+def _moved(model: Any, device: str) -> Any:
+    """A copy of ``model`` on ``device``, made once per model and device."""
+    copies = _MOVED.setdefault(model, {})
+    if device not in copies:
+        copies[device] = copy.deepcopy(model).to(device)
+    return copies[device]
 
 
 def race(
@@ -244,12 +344,16 @@ def race(
             kind=c.kind,
             target=c.target,
             bytes=c.bytes,
+            device=c.device,
         )
     return [r for r in rows if r is not None], notes
 
 
 def _failed(c: Contender, error: str, correct: bool | None) -> Timing:
-    return Timing(c.name, None, None, None, None, 0, correct=correct, error=error, kind=c.kind)
+    return Timing(
+        c.name, None, None, None, None, 0, correct=correct, error=error, kind=c.kind,
+        device=c.device,
+    )  # fmt: skip
 
 
 def time_module(

@@ -43,6 +43,8 @@ class Timing:
     target: str = ""
     results_s: tuple[float, ...] = ()
     bytes: float | None = None
+    #: where the row ran: ``cpu``, ``cuda:0``, or an RPC server's device
+    device: str = ""
 
     @property
     def intensity(self) -> float | None:

@@ -76,3 +76,20 @@ def test_bar_labels_take_the_width_of_the_longest_and_a_very_long_one_is_elided_
     assert elide_middle("abcdefghij", 5) == "ab…ij"
     label_x = float(bars_svg([("a", 1.0, "1 ms", "tvm")]).split('x="')[1].split('"')[0])
     assert label_x == round(CHAR_PX) + 8 - 4  # a short label: a narrow column
+
+
+def test_a_race_on_the_gpu_names_each_rows_device_in_a_column():
+    gpu = TimingReport(
+        (
+            _timing("mlp_lib", 8e-6, correct=True, device="cuda:0"),
+            _timing("mlp", 4e-5, correct=True, kind="torch", device="cuda:0"),
+            _timing("numpy", 2e-5, correct=True, kind="numpy", device="cpu"),
+        )
+    )
+    lines = report_text(gpu).splitlines()
+    assert lines[0].split()[:2] == ["variant", "device"]
+    assert lines[1].split()[:2] == ["mlp_lib", "cuda:0"] and lines[3].split()[:2] == [
+        "numpy",
+        "cpu",
+    ]
+    assert "device" not in report_text(REPORT).splitlines()[0]  # a CPU race keeps its columns

@@ -35,6 +35,8 @@ def test_mlc_time_times_a_cuda_tuning_result_and_its_build(shell, tuned):
     for name in ("MM_tuned", "MM_tuned_lib"):
         row = report[name]
         assert row.correct is True and row.median_s and row.gflops > 0, row
+    assert report["torch"].device == "cuda:0" and report["torch"].correct  # A @ B on the GPU
+    assert report["numpy"].device == "cpu"
 
 
 def test_the_trace_of_a_cuda_tuning_result_replays_and_retimes_on_the_gpu(tuned):
@@ -54,7 +56,8 @@ def test_an_imported_model_built_for_cuda_is_timed_and_checked_against_pytorch(s
     row = report["mlp_m_lib"]
     assert row.correct is True and row.median_s, row
     torch_rows = [t for t in report.timings if t.kind == "torch" and t.median_s]
-    assert torch_rows and all("cuda" in t.target for t in torch_rows)  # PyTorch on the same GPU
+    assert torch_rows and all(t.device == "cuda:0" for t in torch_rows)  # on the same GPU
+    assert row.device == "cuda:0"
 
 
 @pytest.mark.slow

@@ -75,3 +75,26 @@ def test_a_profile_names_each_kernel_with_its_calls_and_share():
 def test_a_profile_needs_a_relax_model():
     with pytest.raises(TimingError, match="needs a Relax model"):
         profile_kernels(mm_relu())
+
+
+def test_pytorch_races_on_the_cpu_beside_a_cpu_build_and_each_row_names_its_device():
+    model = mlp()
+    imported = import_model(model, torch.randn(1, 784))
+    report = time_functions({"mlp": imported}, torch_compile=False, **FAST)
+    assert [t.device for t in report.timings] == ["cpu", "cpu"]
+
+
+def test_for_a_cuda_build_pytorch_is_placed_on_the_gpu_or_left_out_saying_why(monkeypatch):
+    from mlc_jupyter.measure.race import torch_contenders, torch_placement
+
+    assert torch_placement("llvm").device == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert torch_placement("cuda -arch=sm_90a").device == "cuda:0"  # the TVM build's device
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    plan = torch_placement("cuda -arch=sm_90a")
+    assert plan.device is None
+    assert plan.reason.startswith("PyTorch rows left out: the TVM variant runs on the GPU (cuda:0)")
+    assert "on the CPU they would race another machine" in plan.reason
+    rows = torch_contenders(mlp(), [torch.randn(1, 784).numpy()], "model", True, plan)
+    assert [r.name for r in rows] == ["model", "torch.compile(model)"]
+    assert all(r.error == plan.reason and r.outputs is None for r in rows)  # nothing runs
