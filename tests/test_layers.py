@@ -71,8 +71,12 @@ SERVICE_USES = {
     "trace": {"compilation", "measure", "schedule", "tune"},
 }
 
-#: Modules that may import TVM and name what moved between TVM releases.
-BOUNDARY = {"tvm_compat.py", "dialect.py"}
+#: The package that may import TVM and name what moved between TVM releases (every file in it),
+#: and the other modules that may: the dialect rules.
+BOUNDARY_PACKAGE = "tvm_compat"
+BOUNDARY = {"dialect.py"}
+#: A file of the boundary stays about this short: one TVM subsystem each.
+BOUNDARY_FILE_LINES = 300
 #: Third-party packages of the notebook front end, which core and services never import.
 FRONT_END_PACKAGES = {"IPython", "ipywidgets", "anywidget", "traitlets", "ipykernel"}
 #: Names TVM 0.27 gave to things the course spells differently (the next release may rename
@@ -270,6 +274,11 @@ def allowed(src: str, dst: str) -> bool:
     return RANK[dst_layer] < RANK[src_layer]
 
 
+def _in_boundary(path: Path) -> bool:
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0] == BOUNDARY_PACKAGE or rel.as_posix() in BOUNDARY
+
+
 def _where(path: Path, line: int) -> str:
     return f"mlc_jupyter/{path.relative_to(PACKAGE)}:{line}"
 
@@ -343,12 +352,12 @@ def test_only_the_boundary_imports_tvm():
     wrong = [
         f"{_where(path, line)}: imports {ext}"
         for path in _sources()
-        if path.relative_to(PACKAGE).as_posix() not in BOUNDARY
+        if not _in_boundary(path)
         for line, _, ext in _imports(path)
         if ext in ("tvm", "tvm_ffi")
     ]
     assert not wrong, (
-        "TVM is imported only by mlc_jupyter/tvm_compat.py; ask it for the module or name "
+        "TVM is imported only by mlc_jupyter/tvm_compat/; ask it for the module or name "
         "(add a small function there when none fits):\n" + "\n".join(wrong)
     )
 
@@ -357,13 +366,13 @@ def test_outside_the_boundary_modules_are_loaded_by_name_only_from_the_package()
     wrong = [
         f"{_where(path, line)}: {ast.unparse(arg)}"
         for path in _sources()
-        if path.relative_to(PACKAGE).as_posix() not in BOUNDARY
+        if not _in_boundary(path)
         for line, arg in _dynamic_import_names(path)
         if not _names_own_module(arg)
     ]
     assert not wrong, (
         "a module loaded by a name (importlib.import_module, __import__, find_spec) outside "
-        "mlc_jupyter/tvm_compat.py must be one of the package's own (relative, 'mlc_jupyter.', or "
+        "mlc_jupyter/tvm_compat/ must be one of the package's own (relative, 'mlc_jupyter.', or "
         "built on __name__); TVM is loaded by the boundary: ask it for the module:\n"
         + "\n".join(wrong)
     )
@@ -409,9 +418,10 @@ def test_every_function_level_import_says_why_it_is_deferred():
         for node, deferred in imports:
             if not deferred:
                 continue
-            if path.relative_to(PACKAGE).as_posix() in BOUNDARY and {
-                _absolute(name)[1] for name in _imported_modules(node)
-            } <= {"tvm", "tvm_ffi"}:
+            if _in_boundary(path) and {_absolute(name)[1] for name in _imported_modules(node)} <= {
+                "tvm",
+                "tvm_ffi",
+            }:
                 continue  # the boundary loads TVM on first use: its whole reason to exist
             if not _says_why_deferred(lines, import_lines, node):
                 wrong.append(f"{_where(path, node.lineno)}: {lines[node.lineno - 1].strip()}")
@@ -449,16 +459,27 @@ def _moved_name_uses(path: Path) -> list[str]:
 
 
 def test_no_version_specific_tvm_name_outside_the_boundary():
-    wrong = [
-        use
-        for path in _sources()
-        if path.relative_to(PACKAGE).as_posix() not in BOUNDARY
-        for use in _moved_name_uses(path)
-    ]
+    wrong = [use for path in _sources() if not _in_boundary(path) for use in _moved_name_uses(path)]
     assert not wrong, (
-        "names that moved between TVM releases belong in mlc_jupyter/tvm_compat.py (or the "
+        "names that moved between TVM releases belong in mlc_jupyter/tvm_compat/ (or the "
         "dialect rules); use or add a function or constant there, and reword docstrings:\n"
         + "\n".join(wrong)
+    )
+
+
+def test_each_boundary_file_is_short_and_has_a_contract_test():
+    wrong = []
+    for path in sorted((PACKAGE / BOUNDARY_PACKAGE).glob("*.py")):
+        lines = len(path.read_text().splitlines())
+        if lines > BOUNDARY_FILE_LINES:
+            wrong.append(f"{_where(path, lines)}: {lines} lines; split it by TVM subsystem")
+        test = f"tests/{BOUNDARY_PACKAGE}/test_{path.stem}.py"
+        if path.stem != "__init__" and not (TESTS.parent / test).exists():
+            wrong.append(f"mlc_jupyter/{BOUNDARY_PACKAGE}/{path.name} has no contract test {test}")
+    assert not wrong, (
+        f"each file of mlc_jupyter/{BOUNDARY_PACKAGE}/ is one TVM subsystem (at most about "
+        f"{BOUNDARY_FILE_LINES} lines) with a contract test that fails first when TVM changes "
+        "what it relies on:\n" + "\n".join(wrong)
     )
 
 
@@ -499,6 +520,7 @@ PLANTS = {
         "    from .planted_c import C\n\n"
         "    return C\n\n\nD = 1\n"
     ),
+    "tvm_compat/planted_subsystem.py": '"""A boundary file without a contract test."""\n',
     "measure/planted_deferred.py": (
         "def said():\n    import json  # deferred: planted, with its reason\n\n    return json\n\n\n"
         "def unsaid():\n    import csv\n\n    return csv\n"
@@ -540,6 +562,10 @@ CAUGHT = [
         r"planted_deferred\.py:8: import csv",
     ),
     (test_no_version_specific_tvm_name_outside_the_boundary, r"results\.py:\d+: get_sblock"),
+    (
+        test_each_boundary_file_is_short_and_has_a_contract_test,
+        r"tvm_compat/planted_subsystem\.py has no contract test",
+    ),
 ]
 
 

@@ -9,6 +9,7 @@ here: the caller binds ``ParsedCell.objects`` only after the whole cell has succ
 from __future__ import annotations
 
 import ast
+import contextlib
 import itertools
 import linecache
 import re
@@ -17,6 +18,7 @@ import time
 import traceback
 import types
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +58,34 @@ class ParsedCell:
     @property
     def value(self) -> Any:
         return self.objects[self.names[-1]] if self.objects else None
+
+
+@contextlib.contextmanager
+def _well_formed_reasons() -> Iterator[list[str]]:
+    """Record why TVMScript finds a Relax module not well-formed; its error says only that it is.
+
+    The parser asks ``relax.analysis.check_well_formed``, the yes/no form of ``well_formed``, which
+    raises with the reason (an operator's validation: the shapes or dtypes that disagree). While
+    this is active the yes/no form is answered by ``well_formed`` and each reason is appended to
+    the yielded list.
+    """
+    analysis = tvm_compat.tvm().relax.analysis
+    original = analysis.check_well_formed
+    reasons: list[str] = []
+
+    def check_well_formed(obj: Any, check_ty: bool = True) -> bool:
+        try:
+            analysis.well_formed(obj, check_ty)
+        except Exception as err:  # noqa: BLE001 - the reason is the point
+            reasons.append(str(err))
+            return False
+        return True
+
+    analysis.check_well_formed = check_well_formed
+    try:
+        yield reasons
+    finally:
+        analysis.check_well_formed = original
 
 
 def parse_script(
@@ -111,7 +141,7 @@ def parse_script(
     try:
         with (
             warnings.catch_warnings(record=True) as caught,
-            tvm_compat.well_formed_reasons() as why,
+            _well_formed_reasons() as why,
         ):
             warnings.simplefilter("always")
             exec(code, module.__dict__)  # noqa: S102 - running the user's own cell is the point

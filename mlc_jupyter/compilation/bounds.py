@@ -16,14 +16,8 @@ from typing import Any
 
 from .. import origins
 from ..errors import OutOfBoundsError
-from ..tvm_compat import (
-    IRModule,
-    PrimFunc,
-    block_bindings,
-    buffer_accesses,
-    check_out_of_bounds,
-    guarded_in_bounds,
-)
+from ..tvm_compat import IRModule, PrimFunc, check_out_of_bounds, guarded_in_bounds
+from .tir_walk import block_bindings, buffer_accesses
 
 _FINDING = re.compile(
     r"Out of bounds memory access on buffer (?P<buffer>\S+) dimension (?P<dim>\d+)\. "

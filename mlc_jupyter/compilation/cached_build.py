@@ -19,7 +19,6 @@ from ..errors import BuildError, error_reason
 from ..results import ImportedModel
 from ..tvm_compat import compile as tvm_compile
 from ..tvm_compat import (
-    compile_checked,
     prefer_nvcc_without_nvrtc,
     structural_equal,
     structural_hash,
@@ -28,6 +27,7 @@ from ..tvm_compat import (
 from . import disk_cache
 from .bounds import check_bounds
 from .call import bound_function
+from .checked import compile_checked
 from .default_schedule import Progress, has_operators, prepare_model
 from .device_code import DeviceCode, device_code_of, failed_kernel_compile
 from .signatures import (

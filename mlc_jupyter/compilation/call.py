@@ -18,7 +18,6 @@ from ..origins import cell_place
 from ..tvm_compat import (
     BOUND_CHECK_MESSAGE,
     empty,
-    extern_calls,
     is_array,
     tensor,
     tensor_type,
@@ -27,6 +26,7 @@ from ..tvm_compat import (
 from .bounds import stopped_out_of_bounds
 from .signatures import Signature, missing_symbols
 from .targets import device_for, gpu_present, is_gpu_target, resolve_target
+from .tir_walk import extern_calls
 
 
 def _kind(value: Any) -> str:

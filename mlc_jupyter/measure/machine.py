@@ -31,7 +31,7 @@ from ..cells import parse_script
 from ..compilation import resolve_target
 from ..config import machine_limits_path
 from ..tvm_compat import compile as tvm_compile
-from ..tvm_compat import empty, host_cpu, llvm_vector_width, tensor, use_all_cores, version
+from ..tvm_compat import empty, host_cpu, tensor, use_all_cores, vector_bits, version
 
 #: Independent accumulators per core: more than FMA latency x FMA pipes on current x86 and Arm
 #: cores, few enough to stay in 16 vector registers with the two operands.
@@ -238,7 +238,7 @@ def core_counts(cores: int) -> list[int]:
 
 def vector_widths(target: Any) -> list[int]:
     """Vector widths in bits the target's CPU has, from 128 up to its widest."""
-    widest = max(128, llvm_vector_width(target))
+    widest = max(128, vector_bits(target))
     return [bits for bits in (128, 256, 512, 1024, 2048) if bits <= widest]
 
 

@@ -35,12 +35,35 @@ def observe_pass(pass_: Any, mod: Any) -> Applied:
         if "sequential" in stack and stack.index("sequential") == len(stack) - 1:
             recorded.append((name, out))
 
-    result = tvm_compat.observe_passes(lambda: pass_(mod), before, after)
+    result = _observe_passes(lambda: pass_(mod), before, after)
     if not recorded:
         return [(str(pass_.info.name), result)]
     if not recorded[-1][1].same_as(result):  # a pipeline that changed the module after its passes
         recorded.append((str(pass_.info.name), result))
     return recorded
+
+
+def _observe_passes(run: Any, on_before: Any, on_after: Any) -> Any:
+    """Call ``run()`` in a PassContext whose instrument reports every pass (nested ones too).
+
+    ``on_before(name)`` and ``on_after(name, mod)`` are called around each pass; returns what
+    ``run`` returned. The context keeps the current opt level and config.
+    """
+    _tvm = tvm_compat.tvm()
+
+    @_tvm.instrument.pass_instrument
+    class _Observer:
+        def run_before_pass(self, _mod: Any, info: Any) -> None:
+            on_before(str(info.name))
+
+        def run_after_pass(self, mod: Any, info: Any) -> None:
+            on_after(str(info.name), mod)
+
+    current = _tvm.transform.PassContext.current()
+    with _tvm.transform.PassContext(
+        opt_level=current.opt_level, config=dict(current.config), instruments=[_Observer()]
+    ):
+        return run()
 
 
 def rewrite_functions(mutator: Any, mod: Any) -> Any:

@@ -39,13 +39,13 @@ from ..tvm_compat import (
     derived_object,
     get_block,
     llvm_system_triple,
-    llvm_vector_width,
     metaschedule,
     param_buffers,
     region_buffer,
     tir,
     tvm,
     var_dtype,
+    vector_bits,
 )
 
 #: Design-space variants, in the order the space generator returns them.
@@ -72,8 +72,7 @@ class VectorUnit:
 
 def vector_unit(target: Any, dtype: str = "float32") -> VectorUnit:
     """Lanes of ``dtype`` per vector register and the register count of ``target``'s CPU."""
-    bits = llvm_vector_width(target) if str(target.kind.name) == "llvm" else 128
-    bits = bits if bits > 0 else 128
+    bits = vector_bits(target) if str(target.kind.name) == "llvm" else 128
     element = int(tvm().DataType(dtype).bits)
     triple = str(target.attrs.get("mtriple", "") or llvm_system_triple())
     registers = 32 if bits >= 512 or triple.startswith("aarch64") else 16

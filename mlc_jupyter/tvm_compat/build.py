@@ -1,0 +1,119 @@
+"""Building: ``tvm.compile`` and TIR pipelines, what a bound-checked kernel raises, LLVM's view
+of the CPU (name, triple, vector width), CUDA through nvcc, linking shared libraries."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import shutil
+from collections.abc import Callable
+from typing import Any
+
+from .namespaces import s_tir, tvm
+
+
+def compile(mod: Any, target: Any, tir_pipeline: str | None = None) -> Any:  # noqa: A001
+    """Build a TIR or Relax module (``tvm.build`` / ``relax.build`` in the course), its kernels
+    lowered by ``tir_pipeline`` (a name :func:`register_tir_pipeline` gave; TVM's default when
+    ``None``). The name mirrors ``tvm.compile``."""
+    if tir_pipeline is None:
+        return tvm().compile(mod, target=target)
+    return tvm().compile(mod, target=target, tir_pipeline=tir_pipeline)
+
+
+#: The name of TVM's default TensorIR lowering (``"default"`` before 0.27).
+_DEFAULT_TIR_PIPELINE = "s_tir"
+#: The PassContext option that keeps loops from being vectorized (``tir.disable_vectorize``).
+DISABLE_VECTORIZE_OPTION = "tirx.disable_vectorize"
+
+
+def register_tir_pipeline(name: str, extra_passes: Callable[[], list[Any]]) -> None:
+    """Register the TIR pipeline ``name``: TVM's default lowering, then the passes
+    ``extra_passes()`` returns (called each time a build asks for the pipeline)."""
+    _tvm = tvm()
+    from tvm.tirx import compilation_pipeline
+
+    def factory() -> Any:
+        lower, finalize_host, finalize_device = compilation_pipeline.get_tir_pipeline(
+            _DEFAULT_TIR_PIPELINE
+        )
+        return _tvm.transform.Sequential([lower, *extra_passes()]), finalize_host, finalize_device
+
+    compilation_pipeline.register_tir_pipeline(name, factory)
+
+
+def instrument_bound_checkers() -> Any:
+    """TVM's pass that checks, at run time, every index into a buffer announced by a
+    ``buffer_bound`` attribute (the failure raises with :data:`BOUND_CHECK_MESSAGE`)."""
+    return s_tir().transform.InstrumentBoundCheckers()
+
+
+#: What a bound-checked kernel raises (``RuntimeError``) when an index leaves its buffer.
+BOUND_CHECK_MESSAGE = "OUT OF THE BOUNDS"
+
+
+@functools.cache
+def host_cpu() -> str:
+    """The LLVM name of this machine's CPU (e.g. ``znver4``); TVM refuses ``"native"``."""
+    return str(tvm().target.codegen.llvm_get_system_cpu())
+
+
+def vector_bits(target: Any) -> int:
+    """The width of one SIMD register of an LLVM target's CPU, in bits (128 when LLVM cannot
+    say)."""
+    from tvm.target.codegen import llvm_get_vector_width
+
+    try:
+        bits = int(llvm_get_vector_width(target))
+    except Exception:  # noqa: BLE001 - a target LLVM does not know
+        bits = 0
+    return bits if bits > 0 else 128
+
+
+def llvm_system_triple() -> str:
+    """LLVM's triple of this machine (``x86_64-pc-linux-gnu``)."""
+    from tvm.target import codegen
+
+    return str(codegen.llvm_get_system_triple())
+
+
+#: What TVM 0.27's CUDA module factory needs to compile a kernel when a GPU is present: the
+#: ``tvm_callback_cuda_compile`` global registered by ``tvm.support.nvcc`` (``tvm.contrib.nvcc``
+#: in the course), which uses NVRTC (the ``cuda-bindings`` package) unless this variable says nvcc.
+CUDA_COMPILE_MODE_VAR = "TVM_CUDA_COMPILE_MODE"
+
+
+def nvcc_compile(source: str, target: Any, fmt: str = "ptx") -> bytes:
+    """CUDA C++ -> ``fmt`` (``ptx``/``cubin``/``fatbin``) with nvcc and TVM's own flags.
+
+    Raises ``RuntimeError`` with the source, ``Compilation error:`` and nvcc's output.
+    """
+    from tvm.support import nvcc
+
+    with target:  # TVM reads the architecture from the current target
+        return bytes(nvcc.compile_cuda(source, target_format=fmt, compiler="nvcc"))
+
+
+def prefer_nvcc_without_nvrtc() -> None:
+    """Let TVM compile CUDA kernels with nvcc when NVRTC's Python bindings are not installed.
+
+    TVM 0.27 compiles with NVRTC by default and fails on a GPU machine without ``cuda-bindings``
+    although nvcc is there. A user's own ``TVM_CUDA_COMPILE_MODE`` is kept.
+    """
+    if CUDA_COMPILE_MODE_VAR in os.environ or not shutil.which("nvcc"):
+        return
+    try:
+        has_nvrtc = importlib.util.find_spec("cuda.bindings") is not None
+    except ModuleNotFoundError:
+        has_nvrtc = False
+    if not has_nvrtc:
+        os.environ[CUDA_COMPILE_MODE_VAR] = "nvcc"
+
+
+def link_shared(output: str, objects: list[str], options: Any = None) -> None:
+    """Link object files into a shared library with TVM's compiler driver (``tvm.contrib.cc``
+    in the course); raises ``RuntimeError`` with the compiler's output when linking fails."""
+    from tvm.support import cc
+
+    cc.create_shared(output, objects, options)

@@ -1,0 +1,71 @@
+"""The runtime: tensors (``tvm.nd`` in the course), thread pools, benchmark results, loading an
+exported library, ending an RPC session, and the runtime code an exported loader carries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .namespaces import tvm
+
+
+def tensor(array: Any, device: Any = None) -> Any:
+    """A runtime tensor from a NumPy array (``tvm.nd.array`` in the course)."""
+    return tvm().runtime.tensor(array, device=device)
+
+
+def empty(shape: Any, dtype: str = "float32", device: Any = None) -> Any:
+    """An uninitialised runtime tensor (``tvm.nd.empty`` in the course)."""
+    return tvm().runtime.empty(shape, dtype=dtype, device=device)
+
+
+def tensor_type() -> type:
+    """The runtime tensor class (``tvm.nd.NDArray`` in the course)."""
+    return tvm().runtime.Tensor
+
+
+def config_thread_pool(cores: int) -> None:
+    """Resize the calling thread's TVM pool to ``cores`` workers."""
+    tvm().get_global_func("runtime.config_threadpool")(0, cores)
+
+
+def executable_type() -> type:
+    """The class ``tvm.compile`` / ``relax.build`` return (``relax.VirtualMachine`` takes it)."""
+    return tvm().runtime.Executable
+
+
+def benchmark_result(results: list[float]) -> Any:
+    """TVM's ``BenchmarkResult`` (what ``time_evaluator`` returns) for per-call times in seconds."""
+    from tvm.runtime.module import BenchmarkResult
+
+    return BenchmarkResult(results)
+
+
+def load_executable(path: str, relax: bool) -> Any:
+    """A shared library written by ``export_library``, loaded as what ``tvm.compile`` returns."""
+    _tvm = tvm()
+    module = _tvm.runtime.load_module(path)
+    return _tvm.relax.VMExecutable(module) if relax else _tvm.runtime.Executable(module)
+
+
+def close_rpc_session(session: Any) -> None:
+    """End an RPC session now, so its server is free again even while remote objects of the
+    session are still referenced (a traceback keeps them); using them later raises."""
+    session._sess["CloseRPCConnection"]()
+
+
+#: What an exported loader runs on: TVM's runtime in TVM 0.27's spelling, as plain Python text
+#: (the loader imports TVM, not mlc_jupyter).
+LOADER_RUNTIME = '''
+def _device(kind):
+    return tvm.cpu(0) if kind in ("llvm", "c") else tvm.runtime.device(kind, 0)
+
+
+def _machine(library, kind):
+    """The Relax VM over the exported library, on the device of its target."""
+    return tvm.relax.VirtualMachine(tvm.runtime.load_module(library), _device(kind))
+
+
+def _tensor(array, device):
+    """An aligned TVM tensor holding a copy of a NumPy array."""
+    return tvm.runtime.tensor(array, device=device)
+'''

@@ -1,0 +1,77 @@
+"""TensorIR schedules and their traces (``tvm.tir.Schedule`` in the course, ``s_tir`` in 0.27):
+the classes, block and loop handles, trace replay, the names 0.27 gave to blocks, and dlight's
+rule-based default schedules."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+from .namespaces import s_tir, tvm
+
+
+def Schedule(mod: Any, **kwargs: Any) -> Any:  # noqa: N802 - mirrors the TVM class name
+    """Create a TensorIR schedule (``tvm.tir.Schedule`` in the course)."""
+    return s_tir().Schedule(mod, **kwargs)
+
+
+def schedule_type() -> type:
+    """The TensorIR schedule class (``tvm.tir.Schedule`` in the course)."""
+    return s_tir().Schedule
+
+
+def trace_type() -> type:
+    """The class of a schedule's trace (``tvm.tir.schedule.Trace`` in the course)."""
+    return s_tir().schedule.Trace
+
+
+def make_trace(insts: Any, decisions: dict[Any, Any]) -> Any:
+    """A trace of ``insts`` with the given sampling ``decisions``."""
+    return trace_type()(insts, decisions)
+
+
+def apply_json_trace(json_value: Any, sch: Any) -> None:
+    """Replay a trace saved as JSON (``Trace.as_json()``) onto schedule ``sch``."""
+    trace_type().apply_json_to_schedule(json_value, sch)
+
+
+def block_rv_type() -> type:
+    """The class of a schedule's block handle (``BlockRV`` in the course)."""
+    return s_tir().schedule.SBlockRV
+
+
+def loop_rv_type() -> type:
+    """The class of a schedule's loop handle."""
+    return s_tir().schedule.LoopRV
+
+
+#: The schedule method that returns a block handle by name (``get_block`` in the course).
+GET_BLOCK_METHOD = "get_sblock"
+
+
+#: The trace instruction kind of that method.
+GET_BLOCK_INSTRUCTION = "GetSBlock"
+
+
+#: How a schedule error names an IR object in its message (``tirx.For#0``, ``s_tir.SBlock#1``,
+#: ``tir.Block#2`` in older releases); the IR dump marks the object's line with ``# <ref>``.
+SCHEDULE_ERROR_OBJECT_REF = r"\b((?:s_tir|tirx|tir)\.(?:SBlock|Block|For|Loop)\w*#\d+)"
+
+
+def get_block(sch: Any, name: str, func_name: str | None = None) -> Any:
+    """The handle of block ``name`` in schedule ``sch`` (``sch.get_block`` in the course)."""
+    method = getattr(sch, GET_BLOCK_METHOD)
+    return method(name) if func_name is None else method(name, func_name=func_name)
+
+
+def is_schedule(obj: Any) -> bool:
+    """True for a TensorIR schedule (``sch``)."""
+    return isinstance(obj, s_tir().Schedule)
+
+
+def dlight() -> ModuleType:
+    """dlight, TVM's rule-based default schedules (``tvm.dlight`` before 0.27)."""
+    tvm()
+    import tvm.s_tir.dlight as dl
+
+    return dl

@@ -1,0 +1,112 @@
+"""TensorIR's IR as 0.27 spells it: function attributes, node classes, buffer accesses, fields
+by reflection (0.27 has no Python visitor for TIR), the arithmetic analyzer and the FLOP estimate.
+Walking a body is :mod:`mlc_jupyter.compilation.tir_walk`'s; out-of-bounds analysis is
+:mod:`.out_of_bounds`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+from .namespaces import s_tir, tir, tvm
+
+#: The PrimFunc attribute that promises LLVM its buffers do not alias (``"tir.noalias"`` before).
+NOALIAS_ATTR = "tirx.noalias"
+
+
+#: The attribute MetaSchedule sets on a kernel that is already scheduled (nothing to tune).
+IS_SCHEDULED_ATTR = "tirx.is_scheduled"
+
+
+def buffer_load(expr: Any) -> tuple[Any, list[Any]] | None:
+    """``(buffer, indices)`` of a buffer load, else ``None``.
+
+    The course's ``tir.BufferLoad`` (``.buffer``) is an ``ir.TensorLoad`` with ``.source`` in 0.27.
+    """
+    if isinstance(expr, tvm().ir.TensorLoad):
+        return expr.source, list(expr.indices)
+    return None
+
+
+def param_buffers(func: Any) -> list[Any]:
+    """The buffers a PrimFunc takes (its ``buffer_map`` values in the course; its params now)."""
+    return list(func.params)
+
+
+def var_dtype(var: Any) -> str:
+    """The dtype of a scalar variable (``var.dtype`` in the course; its ``ty`` in 0.27)."""
+    return str(var.ty)
+
+
+def region_buffer(region: Any) -> Any:
+    """The buffer of a block's read or write region (``.buffer`` in the course, ``.source`` now)."""
+    return region.source
+
+
+def tir_nodes() -> SimpleNamespace:
+    """TensorIR's node classes under version-neutral names, for walking a PrimFunc's body.
+
+    ``For``, ``BlockRealize`` and ``Block`` (``SBlockRealize``, ``SBlock`` in 0.27), ``Var``,
+    ``IntImm``, ``Stmt``.
+    """
+    t, s = tir(), s_tir()
+    return SimpleNamespace(
+        For=t.For, BlockRealize=s.SBlockRealize, Block=s.SBlock, Var=t.Var, IntImm=t.IntImm,
+        Stmt=t.Stmt,
+    )  # fmt: skip
+
+
+#: Type keys of TIR buffer accesses: a store, and a load (``BufferLoad`` became ``TensorLoad``).
+_STORE_KEY, _LOAD_KEY = "tirx.BufferStore", "ir.TensorLoad"
+#: The op of a ``T.call_extern`` (``tir.call_extern`` before).
+CALL_EXTERN_OP = "tirx.call_extern"
+
+
+def is_ir_node(obj: Any) -> bool:
+    """True for a TVM object whose fields reflection can list (see :func:`node_fields`)."""
+    return hasattr(type(obj), "__tvm_ffi_type_info__")
+
+
+def is_ir_array(obj: Any) -> bool:
+    """True for an FFI ``Array`` or ``List`` of IR nodes (a ``SeqStmt``'s ``seq`` ...)."""
+    return type(obj).__name__ in ("Array", "List")
+
+
+def node_fields(node: Any) -> Iterator[tuple[str, Any]]:
+    """The reflected fields of a TVM object, base classes included.
+
+    TVM 0.27 has no Python statement/expression visitor for TIR; reflection reaches every node.
+    """
+    info = getattr(type(node), "__tvm_ffi_type_info__", None)
+    while info is not None:
+        for field in info.fields:
+            yield field.name, getattr(node, field.name)
+        info = info.parent_type_info
+
+
+def buffer_access(node: Any) -> tuple[Any, Any, bool] | None:
+    """``(buffer, indices, is_store)`` when ``node`` stores to or loads from a buffer, else None."""
+    info = getattr(type(node), "__tvm_ffi_type_info__", None)
+    key = info.type_key if info is not None else ""
+    if key == _STORE_KEY:
+        return node.buffer, node.indices, True
+    if key == _LOAD_KEY:
+        return node.source, node.indices, False
+    return None
+
+
+def analyzer() -> Any:
+    """A fresh arithmetic analyzer (``tvm.sym.Analyzer``; ``tvm.arith.Analyzer`` before 0.27)."""
+    return tvm().sym.Analyzer()
+
+
+def estimate_tir_flops(mod: Any) -> float:
+    """TVM's FLOP estimate of a TensorIR module (raises for what it cannot count)."""
+    return float(s_tir().analysis.estimate_tir_flops(mod))
+
+
+def tensor_intrin_class() -> Any:
+    """The tensor intrinsic class (``tvm.tir.TensorIntrin`` in the course)."""
+    return s_tir().TensorIntrin

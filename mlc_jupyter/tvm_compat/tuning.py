@@ -1,0 +1,96 @@
+"""MetaSchedule (``tvm.meta_schedule`` in the course, under ``tvm.s_tir`` in 0.27): the package,
+its logger and task loggers, seeds, Python subclasses of its objects, the tensor intrinsics it
+schedules with, and keeping its notebook output out of the cell."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import sys
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Any
+
+from .namespaces import tvm
+
+
+def metaschedule() -> ModuleType:
+    """MetaSchedule (``tvm.meta_schedule`` in the course), TVM's tuning framework."""
+    tvm()
+    from tvm.s_tir import meta_schedule as ms
+
+    return ms
+
+
+#: The logger MetaSchedule writes its console and task logs under.
+METASCHEDULE_LOGGER = "tvm.s_tir.meta_schedule"
+
+
+def import_tensor_intrinsics(submodules: tuple[str, ...], *, whole: bool = False) -> None:
+    """Register TensorIR's tensor intrinsics of ``submodules`` (``"x86"``, ``"cuda"`` ...) with
+    TVM's package set up without running its ``__init__`` (which imports every backend's), or,
+    ``whole``, the package's first import runs its ``__init__``.
+    """
+    tvm()
+    name = "tvm.s_tir.tensor_intrin"
+    if name not in sys.modules:
+        spec = importlib.util.find_spec(name)
+        if spec is None:
+            return
+        if whole:
+            importlib.import_module(name)
+            return
+        sys.modules[name] = importlib.util.module_from_spec(spec)  # without its __init__
+    for sub in submodules:
+        importlib.import_module(f"{name}.{sub}")
+
+
+def derived_object(cls: type) -> type:
+    """TVM's decorator that makes a Python subclass of a TVM object class (``Py*`` classes)."""
+    tvm()
+    from tvm.ir.utils import derived_object as _derived
+
+    return _derived(cls)
+
+
+def metaschedule_task_loggers(work_dir: str, task_names: list[str]) -> list[Any]:
+    """One logger per tuning task, writing to ``<work_dir>/logs`` as MetaSchedule's own do."""
+    from tvm.s_tir.meta_schedule.logging import get_loggers_from_work_dir
+
+    return get_loggers_from_work_dir(work_dir, task_names)
+
+
+def fork_seed(seed: int | None, n: int) -> list[int]:
+    """``n`` random states for ``n`` tuning tasks derived from one ``seed``."""
+    from tvm.s_tir.meta_schedule.utils import fork_seed as _fork
+
+    return _fork(seed, n=n)
+
+
+def remove_weight_layout_rewrite(mod: Any) -> Any:
+    """Drop the layout-rewrite blocks a tuned candidate carries, so it builds on its own."""
+    from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
+
+    return RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod)
+
+
+@contextlib.contextmanager
+def metaschedule_outside_notebook() -> Iterator[None]:
+    """Keep MetaSchedule from drawing its pandas tables and clearing the cell.
+
+    In a Jupyter kernel MetaSchedule's C++ side asks ``s_tir.meta_schedule.using_ipython`` and, if
+    true, prints tables with pandas (not a dependency; ``No module named 'pandas'``) and calls
+    ``clear_output``. While this context is active it sees a plain process and logs as text.
+    """
+    from tvm_ffi import get_global_func, register_global_func
+
+    name = "s_tir.meta_schedule.using_ipython"
+    metaschedule()  # registers the original
+    original = get_global_func(name, allow_missing=True)
+    register_global_func(name, lambda: False, override=True)
+    try:
+        yield
+    finally:
+        if original is not None:
+            register_global_func(name, original, override=True)

@@ -1,0 +1,40 @@
+"""Contract of tvm_compat/runtime.py: tensors from NumPy and back, thread pools, benchmark
+results, and loading a library written by ``export_library``. A failure names what TVM changed."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mlc_jupyter import tvm_compat
+
+
+def test_tensors_pools_benchmarks_and_exported_libraries_behave_as_0_27s(tmp_path):
+    data = np.arange(6, dtype="float32").reshape(2, 3)
+    t = tvm_compat.tensor(data)
+    assert isinstance(t, tvm_compat.tensor_type()), f"tensor() gave a {type(t)}"
+    np.testing.assert_array_equal(t.numpy(), data)
+    e = tvm_compat.empty((2, 3), "float32")
+    assert tuple(e.shape) == (2, 3) and str(e.dtype) == "float32"
+    tvm_compat.config_thread_pool(1)  # the global it calls must exist
+    result = tvm_compat.benchmark_result([3.0, 1.0, 2.0])
+    assert result.median == 2.0 and result.min == 1.0, "BenchmarkResult's fields changed"
+
+    te = tvm_compat.tvm().te
+    a = te.placeholder((4,), name="A")
+    func = te.create_prim_func([a, te.compute((4,), lambda i: a[i] * 3.0, name="B")])
+    path = str(tmp_path / "kernel.so")
+    built = tvm_compat.compile(func.with_attr("global_symbol", "main"), "llvm")
+    assert isinstance(built, tvm_compat.executable_type()), f"tvm.compile gave a {type(built)}"
+    built.export_library(path)
+    loaded = tvm_compat.load_executable(path, relax=False)
+    out = tvm_compat.empty((4,))
+    loaded["main"](tvm_compat.tensor(np.ones(4, "float32")), out)
+    np.testing.assert_array_equal(out.numpy(), np.full(4, 3.0, "float32"))
+
+
+def test_the_exported_loaders_runtime_code_runs_on_this_tvm():
+    names = {"tvm": tvm_compat.tvm()}
+    exec(tvm_compat.LOADER_RUNTIME, names)  # noqa: S102 - the loader's own text, as it runs it
+    device = names["_device"]("llvm")
+    out = names["_tensor"](np.arange(3, dtype="float32"), device)
+    np.testing.assert_array_equal(out.numpy(), np.arange(3, dtype="float32"))

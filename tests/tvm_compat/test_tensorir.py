@@ -1,0 +1,42 @@
+"""Contract of tvm_compat/tensorir.py: how 0.27 reflects TensorIR nodes (type keys of buffer
+stores and loads, fields), the attributes a PrimFunc carries and the analyzer. A failure names
+what TVM changed."""
+
+from __future__ import annotations
+
+from mlc_jupyter import tvm_compat
+
+
+def _shifted(offset: int):
+    """``B[i] = A[i + offset]`` over 8 elements (out of bounds for any offset > 0)."""
+    te = tvm_compat.tvm().te
+    a = te.placeholder((8,), name="A")
+    b = te.compute((8,), lambda i: a[i + offset], name="B")
+    return te.create_prim_func([a, b])
+
+
+def test_buffer_accesses_attributes_and_nodes_are_where_0_27_keeps_them():
+    func = _shifted(0)
+    assert tvm_compat.NOALIAS_ATTR in func.attrs, (
+        f"a PrimFunc from te no longer carries {tvm_compat.NOALIAS_ATTR!r}: {dict(func.attrs)}"
+    )
+    nodes = tvm_compat.tir_nodes()
+    for name in ("For", "BlockRealize", "Block", "Var", "IntImm", "Stmt"):
+        assert isinstance(getattr(nodes, name), type), f"tir_nodes().{name} is gone"
+    stack, accesses = [func.body], []
+    while stack:  # every node, by reflection, as compilation/tir_walk.py walks
+        node = stack.pop()
+        if tvm_compat.is_ir_array(node):
+            stack.extend(node)
+        elif tvm_compat.is_ir_node(node):
+            access = tvm_compat.buffer_access(node)
+            if access is not None:
+                accesses.append((str(access[0].name), access[2]))
+            fields = tvm_compat.node_fields(node)
+            stack.extend(child for name, child in fields if name not in ("span", "ty", "dtype"))
+    assert ("B", True) in accesses and ("A", False) in accesses, (
+        "buffer stores/loads are no longer found by their type keys (tensorir._STORE_KEY, "
+        f"_LOAD_KEY); found {accesses}"
+    )
+    x = tvm_compat.tir().Var("x", "int32")
+    assert int(tvm_compat.analyzer().simplify(x * 0 + 3)) == 3, "the analyzer moved or changed"
