@@ -82,3 +82,15 @@ def test_mlc_time_of_a_cuda_tuning_result_says_no_gpu_rather_than_building_it_fo
     shell.user_ns["MM_tuned"] = cuda_tune_result()
     err = _fails_fast(shell, '%mlc_time MM_tuned --ref "A @ B"')
     assert "the module to time is for cuda" in str(err)
+
+
+def test_the_gpu_bench_says_it_needs_a_gpu_and_runs_nothing():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[2] / "bench" / "bench_gpu.py"
+    done = subprocess.run([sys.executable, str(bench)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "bench_gpu.py needs a CUDA GPU: TVM finds none on this machine" in done.stderr
+    assert "Traceback" not in done.stderr
