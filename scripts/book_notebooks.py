@@ -408,7 +408,7 @@ def chapter_notebook(name: str, title: str, fences: list[Fence]) -> dict:
                 "s": "Shell command (for the reader's machine, not run):",
                 "x": "Exercise template (left to the reader, not run):",
             }[fence.kind]
-            cells.append(_markdown(f"{label}\n\n```\n{text}\n```", meta))
+            cells.append(_markdown(_fenced(label, text, fold=fence.kind == "o"), meta))
     return {
         "cells": cells,
         "metadata": {
@@ -418,6 +418,20 @@ def chapter_notebook(name: str, title: str, fences: list[Fence]) -> dict:
         "nbformat": 4,
         "nbformat_minor": 5,
     }
+
+
+#: A printed output longer than this many lines is folded (the book's tuning logs run to pages).
+FOLD_LINES = 8
+
+
+def _fenced(label: str, text: str, fold: bool) -> str:
+    """``label`` and ``text`` in a code fence (its line breaks kept); a long printed output goes
+    inside a ``<details>`` that the reader opens when they want it."""
+    n_lines = text.count("\n") + 1
+    if not fold or n_lines <= FOLD_LINES:
+        return f"{label}\n\n```\n{text}\n```"
+    summary = f"{label.rstrip(':')} ({n_lines} lines, folded)"
+    return f"<details>\n<summary>{summary}</summary>\n\n```text\n{text}\n```\n\n</details>"
 
 
 def _code(text: str, meta: dict, tags: list[str] | None = None) -> dict:

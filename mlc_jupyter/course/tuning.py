@@ -12,6 +12,8 @@ Every name is TVM 0.27's MetaSchedule except:
   IRModule the book passes (stock 0.27 returns ``None`` for an IRModule: the stored workload
   gained the no-alias attribute) and fails with a message instead of returning ``None``.
 * ``ms.relax_integration.tune_relax`` runs the project's tuner too.
+
+In a notebook each of them shows the live progress ``%mlc_tune`` shows (:mod:`.progress`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from ..tune.records import open_database
 from ..tune.report import TuneResult
 from ..tune.tasks import collect_tasks
 from ..tvm_compat import PrimFunc, Schedule, metaschedule, structural_equal, tvm
+from .progress import progress_view
 
 
 def __getattr__(name: str) -> Any:
@@ -81,9 +84,10 @@ def _tuned(
     mod: Any, target: Any, trials: int, per_iter: int, work_dir: Any, seed: Any, space: Any
 ) -> TunedDatabase:
     """Tune as the book's ``ms`` calls ask: ``trials`` in rounds of at most ``per_iter``."""
+    view = progress_view()  # the live progress %mlc_tune shows, in a notebook
     result = tune(
         mod, target, trials=trials, per_iter=min(per_iter, trials), work_dir=work_dir,
-        space=space, seed=seed,
+        space=space, seed=seed, on_progress=view, on_task=getattr(view, "task_started", None),
     )  # fmt: skip
     return TunedDatabase(result)
 

@@ -6,6 +6,7 @@ import html
 from typing import Any
 
 from ..graph import Graph, function_graph, graph_svg, graph_text
+from .highlight import PLAIN_PRE
 
 __all__ = ["GraphView", "graph_bundle", "graph_html"]
 
@@ -17,9 +18,15 @@ def graph_html(graph: Graph) -> str:
     svg = graph_svg(graph)
     if svg is None:
         note = "(install Graphviz's dot to draw the graph; text listing:)"
-        body = f'<pre style="margin: 0">{html.escape(note)}\n{html.escape(graph_text(graph))}</pre>'
-    else:
-        body = svg
+        body = (
+            f'<pre style="{PLAIN_PRE}">{html.escape(note)}\n{html.escape(graph_text(graph))}</pre>'
+        )
+    else:  # drawn at its own size (readable) in a box that scrolls, never shrunk to the cell
+        body = (
+            '<div class="mlc-graph-drawing" style="overflow: auto; max-height: 640px">'
+            + svg
+            + "</div>"
+        )
     ops = len(graph.operators)
     caption = f"{graph.name}: {ops} operator{'s' if ops != 1 else ''}"
     if graph.groups:

@@ -30,8 +30,13 @@ MARK_BACKGROUND = "var(--jp-warn-color3, rgba(255, 193, 7, 0.28))"
 PRE_STYLE = (
     "font-family: var(--jp-code-font-family, monospace); "
     "font-size: var(--jp-code-font-size, 13px); line-height: 1.4; margin: 0; padding: 4px 0; "
-    "background: transparent; color: inherit; overflow-x: auto;"
+    "background: transparent; color: inherit; overflow-x: auto; "
+    # JupyterLab's outputs wrap a <pre> anywhere (pre-wrap, break-all): code never breaks
+    # inside a token, a long line scrolls
+    "white-space: pre; word-break: normal; overflow-wrap: normal;"
 )
+#: A plain ``<pre>`` of text in an output: whole lines that scroll rather than wrap mid-word.
+PLAIN_PRE = "margin: 0; white-space: pre; word-break: normal; overflow-x: auto"
 
 
 def _colour(token: _TokenType) -> str | None:

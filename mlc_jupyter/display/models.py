@@ -8,7 +8,7 @@ from typing import Any
 from ..measure.profile import KernelProfile
 from ..results import ImportedModel
 from .highlight import highlight_html
-from .timing import bars_svg, format_time
+from .timing import SCROLLS, bars_svg, format_time
 
 _BOX = "font-family: var(--jp-code-font-family, monospace); font-size: 12px"
 _CELL = "padding: 1px 8px; text-align: right"
@@ -136,8 +136,9 @@ def profile_html(profile: KernelProfile) -> str:
     lines = profile_text(profile).splitlines()
     return (
         f'<div style="{_BOX}"><div>{html.escape(lines[0])}</div>'
-        f'<table style="border-collapse: collapse"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{body}</tbody></table>{chart}<div>{html.escape(lines[-1])}</div></div>"
+        f'<div style="{SCROLLS}"><table style="border-collapse: collapse"><thead><tr>{head}'
+        f"</tr></thead><tbody>{body}</tbody></table></div>"
+        f'<div style="{SCROLLS}">{chart}</div><div>{html.escape(lines[-1])}</div></div>'
     )
 
 

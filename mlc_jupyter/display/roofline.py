@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..measure.machine import MachineLimits
+from .highlight import PLAIN_PRE
 
 _FONT = "font-family: var(--jp-code-font-family, monospace); font-size: 11px"
 _INK = "var(--jp-ui-font-color1, #333)"
@@ -333,7 +334,7 @@ def limits_bundle(limits: MachineLimits) -> dict[str, str]:
     text = limits_text(limits)
     chart = roofline_svg([], limits, limits.cores)
     return {
-        "text/html": f'<div style="{_FONT}"><pre style="margin: 0">{html.escape(text)}</pre>'
+        "text/html": f'<div style="{_FONT}"><pre style="{PLAIN_PRE}">{html.escape(text)}</pre>'
         f"{chart}</div>",
         "text/plain": text,
     }

@@ -13,8 +13,11 @@ from ..compilation.cached_build import Built
 from ..compilation.targets import describe_target
 from ..measure.compare import TimingReport
 from ..measure.timer import Timing
+from .highlight import PLAIN_PRE
 from .roofline import RooflinePoint, roofline_svg, roofline_text
 
+#: A box that scrolls sideways when the cell is narrower than a table or chart (never clips it).
+SCROLLS = "overflow-x: auto; max-width: 100%"
 _BOX = "font-family: var(--jp-code-font-family, monospace); font-size: 12px"
 _COLOURS = {"tvm": "var(--jp-brand-color1, #1976d2)", "numpy": "#8d6e63", "torch": "#ef6c00"}
 
@@ -153,7 +156,7 @@ def bars_svg(rows: list[tuple[str, Any, str, str]], width: int = 420) -> str:
     height = bar_h * len(rows) + 6
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width + label_w + value_w}" '
-        f'height="{height}" style="{_BOX}; max-width: 100%" class="mlc-bars">'
+        f'height="{height}" style="{_BOX}; max-width: none" class="mlc-bars">'
     ]
     for i, (label, value, text, kind) in enumerate(rows):
         y = 3 + i * bar_h
@@ -190,13 +193,14 @@ def report_html(report: TimingReport) -> str:
         summary = html.escape(roofline_text(points, report.limits, report.cores))
         roofline = (
             f"{roofline_svg(points, report.limits, report.cores)}"
-            f'<pre style="margin: 0; font-size: 11px">{summary}</pre>'
+            f'<pre style="{PLAIN_PRE}; font-size: 11px">{summary}</pre>'
         )
     foot = "".join(f"<div{_note_style(n)}>{html.escape(n)}</div>" for n in notes)
     chart = bar_chart_svg(report) if len(report.timings) > 1 else ""
     return (
-        f'<div style="{_BOX}"><table style="border-collapse: collapse"><thead><tr>{head}'
-        f"</tr></thead><tbody>{''.join(body)}</tbody></table>{chart}{foot}{roofline}</div>"
+        f'<div style="{_BOX}"><div style="{SCROLLS}"><table style="border-collapse: collapse">'
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+        f'<div style="{SCROLLS}">{chart}</div>{foot}{roofline}</div>'
     )
 
 

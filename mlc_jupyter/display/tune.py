@@ -7,6 +7,7 @@ from typing import Any
 
 from ..measure.machine import cached_machine_limits
 from ..tune.report import TuneProgress, TuneResult
+from .highlight import PLAIN_PRE
 from .roofline import RooflinePoint, roofline_svg, roofline_text
 
 _BOX = (
@@ -32,33 +33,78 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
-def _curve_svg(curves: dict[str, tuple[tuple[int, float], ...]], total: int) -> str:
-    """A small step plot of best latency against trials, one line per task."""
-    width, height, pad = 320, 90, 4
+#: Colours of the curves, one per task.
+_CURVE_COLOURS = ("#1976d2", "#e65100", "#2e7d32", "#6a1b9a", "#c62828", "#00838f")
+_INK = "var(--jp-ui-font-color2, #666)"
+
+
+def _curve_svg(
+    curves: dict[str, tuple[tuple[int, float], ...]], total: int, peak_s: float | None = None
+) -> str:
+    """Best latency (y, lower is better) against trials measured (x), one step line per task,
+    with labelled axes and, when known, the latency this machine's peak would give (dashed)."""
     points = [p for curve in curves.values() for p in curve]
     if not points:
         return ""
-    top = max(lat for _, lat in points)
-    low = min(lat for _, lat in points)
-    span = (top - low) or top or 1.0
-    colors = ["#1976d2", "#e65100", "#2e7d32", "#6a1b9a", "#c62828", "#00838f"]
-    lines = []
-    for i, curve in enumerate(curves.values()):
-        coords = []
+    width, height = 360, 150
+    left, right, top, bottom = 64, 10, 10, 30  # room for the tick labels and axis titles
+    plot_w, plot_h = width - left - right, height - top - bottom
+    high = max(lat for _, lat in points)
+    low = min([lat for _, lat in points] + ([peak_s] if peak_s else []))
+    span = (high - low) or high or 1.0
+    high, low = high + 0.05 * span, max(0.0, low - 0.05 * span)
+    total = max(total, max(n for n, _ in points), 1)
+
+    def x(trial: float) -> float:
+        return left + plot_w * trial / total
+
+    def y(latency: float) -> float:
+        return top + plot_h * (high - latency) / (high - low or 1.0)
+
+    text = f'font-size="10" fill="{_INK}"'
+    parts = [
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" '
+        f'stroke="{_INK}"/><line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" '
+        f'stroke="{_INK}"/>',
+        f'<text x="{left}" y="{top + plot_h + 12}" {text}>0</text>'
+        f'<text x="{left + plot_w}" y="{top + plot_h + 12}" text-anchor="end" {text}>{total}</text>'
+        f'<text x="{left + plot_w / 2}" y="{height - 4}" text-anchor="middle" {text}>'
+        "trials measured</text>",
+        f'<text x="{left - 4}" y="{top + 8}" text-anchor="end" {text}>{_latency(high)}</text>'
+        f'<text x="{left - 4}" y="{top + plot_h}" text-anchor="end" {text}>{_latency(low)}</text>'
+        f'<text x="12" y="{top + plot_h / 2}" text-anchor="middle" {text} '
+        f'transform="rotate(-90 12 {top + plot_h / 2})">best latency</text>',
+    ]
+    if peak_s:
+        parts.append(
+            f'<line x1="{left}" y1="{y(peak_s):.1f}" x2="{left + plot_w}" y2="{y(peak_s):.1f}" '
+            f'stroke="{_INK}" stroke-dasharray="4 3"><title>at this machine\'s fp32 peak: '
+            f"{_latency(peak_s)}</title></line>"
+            f'<text x="{left + plot_w - 2}" y="{y(peak_s) - 3:.1f}" text-anchor="end" {text}>'
+            f"peak {_latency(peak_s)}</text>"
+        )
+    for i, (task, curve) in enumerate(curves.items()):
+        coords, previous = [], None
         for trial, lat in curve:
-            x = pad + (width - 2 * pad) * trial / max(total, 1)
-            y = pad + (height - 2 * pad) * (1 - (top - lat) / span)
-            coords.append(f"{x:.1f},{y:.1f}")
-        color = colors[i % len(colors)]
-        lines.append(
-            f'<polyline fill="none" stroke="{color}" stroke-width="1.5" '
-            f'points="{" ".join(coords)}"/>'
+            if previous is not None:  # a step: the best holds until the next improvement
+                coords.append(f"{x(trial):.1f},{y(previous):.1f}")
+            coords.append(f"{x(trial):.1f},{y(lat):.1f}")
+            previous = lat
+        colour = _CURVE_COLOURS[i % len(_CURVE_COLOURS)]
+        parts.append(
+            f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" '
+            f'points="{" ".join(coords)}"><title>{html.escape(task)}</title></polyline>'
         )
     return (
-        f'<svg width="{width}" height="{height}" role="img" '
-        f'aria-label="best latency against trials" '
-        f'style="border: 1px solid var(--jp-border-color2, #ccc)">{"".join(lines)}</svg>'
+        f'<svg width="{width}" height="{height}" role="img" class="mlc-tune-curve" '
+        f'aria-label="best latency against trials measured" '
+        f'style="font-family: var(--jp-ui-font-family, sans-serif)">{"".join(parts)}</svg>'
     )
+
+
+def _earlier(done: int, before: int) -> str:
+    """``(15 new, 1 earlier)``: how many of the trials this run measured."""
+    return f" ({done - before} new, {before} earlier)" if before else ""
 
 
 def _best(latency: float | None, gflops: float | None, fraction: float | None) -> str:
@@ -75,17 +121,16 @@ def progress_text(event: TuneProgress) -> str:
     errors = ""
     if event.build_errors or event.run_errors:
         errors = f", failed: {event.build_errors} build / {event.run_errors} run"
-    resumed = f", resumed from {event.resumed_from}" if event.resumed_from else ""
     trials = (
         f"{event.trials_done}/{event.trials_total}" if event.trials_total else event.trials_done
     )
     budget = f" of {_duration(event.time_budget_s)}" if event.time_budget_s else ""
     left = "at most " if event.time_budget_s and not event.trials_total else "~"
     return (
-        f"[{event.task}] {trials} trials, "
+        f"[{event.task}] {trials} trials{_earlier(event.trials_done, event.resumed_from)}, "
         f"best {_best(event.best_latency_s, event.best_gflops, event.peak_fraction)}, "
         f"elapsed {_duration(event.elapsed_s)}{budget}, left {left}{_duration(event.eta_s)}"
-        f"{resumed}{errors}"
+        f"{errors}"
     )
 
 
@@ -107,9 +152,14 @@ def progress_bundle(event: TuneProgress, curves: dict[str, Any] | None = None) -
     curves = curves or {event.task: event.curve}
     error = f"<div>first error: {html.escape(event.first_error)}</div>" if event.first_error else ""
     total = event.trials_total or max((p[0] for c in curves.values() for p in c), default=1)
+    peak_s = (
+        event.best_latency_s * event.peak_fraction
+        if event.best_latency_s and event.peak_fraction and len(curves) == 1
+        else None
+    )  # the latency at which this task's FLOPs would run at the machine's peak
     body = (
         f'<div style="{_BOX}">{bar}<div>{html.escape(progress_text(event))}</div>'
-        f"{_curve_svg(curves, total)}{error}"
+        f"{_curve_svg(curves, total, peak_s)}{error}"
         f"<div>log: <code>{html.escape(event.log_path)}</code></div></div>"
     )
     return {"text/html": body, "text/plain": progress_text(event)}
@@ -179,17 +229,19 @@ def result_text(result: TuneResult) -> str:
     speedup = f"{result.speedup:.2f}x" if result.speedup else "-"
     reason = result.stop_reason or ("interrupted" if result.interrupted else "")
     stopped = _STOPPED.get(reason, reason)
-    header = f"TuneResult ({result.kind}, {result.n_records} records" + (
+    header = f"TuneResult ({result.kind}, {result.n_records} trials" + (
         f", {stopped})" if stopped else ")"
     )
     untuned = "default " if result.kind == "model" else "untuned "
+    earlier = result.n_records - result.trials_new
     lines = [
         header,
         f"  tuned    {_best(result.best_latency_s, result.best_gflops, result.peak_fraction)}",
         f"  {untuned} {_latency(result.baseline_latency_s)}   speed-up {speedup}",
-        f"  trials   {result.trials_new} new"
-        + (f", {result.resumed_from} from earlier runs" if result.resumed_from else "")
-        + (f" ({_duration(result.elapsed_s)})" if result.elapsed_s else ""),
+        f"  trials   {result.n_records}"
+        + (_earlier(result.n_records, earlier) if earlier else " new")
+        + (f" in {_duration(result.elapsed_s)}" if result.elapsed_s else "")
+        + (" (earlier: records of runs before, default schedules)" if earlier else ""),
     ]
     spaces = sorted(set(result.spaces.values()))
     if spaces:
@@ -214,12 +266,17 @@ def result_text(result: TuneResult) -> str:
 
 def result_bundle(result: TuneResult) -> dict[str, str]:
     text = result_text(result)
-    svg = _curve_svg(dict(result.curves), max(result.n_records, 1))
+    peak_s = (
+        result.flop / (result.peak_gflops * 1e9)
+        if result.flop and result.peak_gflops and result.kind != "model"
+        else None
+    )
+    svg = _curve_svg(dict(result.curves), max(result.n_records, 1), peak_s)
     limits = cached_machine_limits() if result.peak_gflops else None
     points = _roofline_points(result)
     roof = roofline_svg(points, limits, _cores(result)) if limits is not None and points else ""
     return {
-        "text/html": f'<div style="{_BOX}"><pre style="margin: 0">{html.escape(text)}</pre>'
+        "text/html": f'<div style="{_BOX}"><pre style="{PLAIN_PRE}">{html.escape(text)}</pre>'
         f'<div style="display: flex; gap: 12px; align-items: flex-start">{svg}{roof}</div></div>',
         "text/plain": text,
     }

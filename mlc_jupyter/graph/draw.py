@@ -101,8 +101,9 @@ def to_dot(graph: Graph) -> str:
     return "\n".join(out)
 
 
-def graph_svg(graph: Graph, *, max_width_px: int | None = None) -> str | None:
-    """The graph as inline SVG (scaled to fit its container), or ``None`` without ``dot``.
+def graph_svg(graph: Graph) -> str | None:
+    """The graph as inline SVG at its own size (its text readable; the page around it scrolls,
+    pans or zooms it), or ``None`` without ``dot``.
 
     Raises ``RuntimeError`` with dot's message if dot fails on the graph.
     """
@@ -115,11 +116,10 @@ def graph_svg(graph: Graph, *, max_width_px: int | None = None) -> str | None:
     if done.returncode != 0:
         raise RuntimeError(f"dot failed: {done.stderr.decode(errors='replace').strip()[:300]}")
     svg = _SVG_HEAD.sub("", done.stdout.decode(), count=1)
-    width = f"{max_width_px}px" if max_width_px else "100%"
     return _SVG_SIZE.sub(
         lambda m: (
-            f'<svg width="{m[1]}pt" height="{m[2]}pt" style="max-width: {width}; '
-            f'height: auto" class="mlc-graph" data-function={_quote(graph.name)}'
+            f'<svg width="{m[1]}pt" height="{m[2]}pt" style="max-width: none; height: auto" '
+            f'class="mlc-graph" data-function={_quote(graph.name)}'
         ),
         svg,
         count=1,

@@ -24,8 +24,10 @@ from IPython.display import display
 from .. import course as course_shims
 from .. import origins
 from ..cells.course import locate_failure, translate_cell
+from ..course.progress import set_progress_view
 from ..dialect import COURSE_NAME, Translation
 from ..display.course import course_bundle
+from .tune import LiveTuneProgress
 
 #: How many translated cells are remembered to place their errors (one per cell run).
 _REMEMBERED = 64
@@ -71,9 +73,11 @@ class CourseMode:
         if not self.shell.custom_exceptions:
             self.shell.set_custom_exc((Exception,), self._show_error)
             self.owns_handler = True
+        set_progress_view(lambda: LiveTuneProgress(self.shell, quiet=False))
 
     def turn_off(self) -> None:
         self.enabled = False
+        set_progress_view(None)
         if self.transform in self.shell.input_transformers_post:
             self.shell.input_transformers_post.remove(self.transform)
         if self.checks in self.shell.ast_transformers:

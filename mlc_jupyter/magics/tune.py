@@ -16,7 +16,7 @@ from ..tvm_compat import is_tvm_object
 from .lookup import lookup
 
 
-class _Progress:
+class LiveTuneProgress:
     """Live progress: one updated display in a notebook, a line now and then in a terminal."""
 
     def __init__(self, shell: Any, quiet: bool) -> None:
@@ -28,10 +28,15 @@ class _Progress:
         self.started = False
 
     def task_started(self, index: int, total: int, task: Any) -> None:
-        """A whole model's next kernel: say which, and give it a progress display of its own."""
+        """A whole model's next kernel: say which, of how many this budget reaches, and give it
+        a progress display of its own."""
         if self.quiet:
             return
-        print(f"[{index + 1}/{total}] {task.name}: {task.share:.1%} of the model", flush=True)
+        print(
+            f"tuning kernel {index + 1} of the {total} this budget reaches: {task.name} "
+            f"({task.share:.1%} of the model's time)",
+            flush=True,
+        )
         self.handle, self.curves, self.started = None, {}, True
 
     def __call__(self, event: Any) -> None:
@@ -122,7 +127,7 @@ class TuneMagics(Magics):
                 raise UsageError(
                     "--space takes default, metaschedule, matmul or the name of a schedule function"
                 )
-        progress = _Progress(self.shell, args.quiet)
+        progress = LiveTuneProgress(self.shell, args.quiet)
         result = tuning.tune(
             mod,
             args.target,

@@ -184,6 +184,7 @@ def run_schedule_cell(
     steps: list[ScheduleStep] = []
     previous, n_trace = initial, 0
     raw_lines = source.splitlines()
+    names: dict[str, str] = {}  # the trace's handle names -> the cell's
     for start, end, text, _node in statements:
         if max_steps is not None and len(steps) >= max_steps:
             break
@@ -200,13 +201,14 @@ def run_schedule_cell(
         lines = trace_lines(sch)
         if len(lines) == n_trace:
             continue
+        learn_cell_names(sch, ns, names)
         script = sch.mod.script()
         steps.append(
             ScheduleStep(
                 index=len(steps) + 1,
                 line=start + offset,
                 source="\n".join(raw_lines[start - 1 : end]),
-                trace=tuple(lines[n_trace:]),
+                trace=tuple(named_as_in_the_cell(lines[n_trace:], names)),
                 script=script,
                 changed=tuple(changed_lines(previous, script)),
                 mod=sch.mod,
@@ -215,6 +217,29 @@ def run_schedule_cell(
         previous, n_trace = script, len(lines)
     _remember(initial_mod, steps)
     return ScheduleRun(initial, tuple(steps), None, sch, _defined(ns, given))
+
+
+def learn_cell_names(sch: Any, ns: dict[str, Any], names: dict[str, str]) -> None:
+    """Add to ``names`` (trace name -> cell name) each block or loop handle of ``sch``'s trace
+    that the cell bound to a name (``i, j, k = sch.get_loops(b)`` names ``l1, l2, l3``)."""
+    handles = (tvm_compat.block_rv_type(), tvm_compat.loop_rv_type())
+    bound = [(name, v) for name, v in ns.items() if isinstance(v, handles)]
+    for rv, trace_name in tvm_compat.trace_rv_names(sch.trace):
+        cell_name = next((name for name, v in bound if v.same_as(rv)), None)
+        if trace_name not in names and cell_name is not None:
+            names[trace_name] = cell_name
+
+
+#: A string literal or a name in a line of trace code.
+_TOKEN = re.compile(r"\"[^\"]*\"|'[^']*'|\b[A-Za-z_]\w*\b")
+
+
+def named_as_in_the_cell(lines: list[str], names: dict[str, str]) -> list[str]:
+    """Trace code with its handles called what the cell called them (``sch.reorder(j0, k, j1)``
+    where ``as_python`` prints ``sch.reorder(l4, l3, l5)``); strings are left alone."""
+    if not names:
+        return lines
+    return [_TOKEN.sub(lambda m: names.get(m[0], m[0]), line) for line in lines]
 
 
 def _remember(initial: Any, steps: list[ScheduleStep]) -> None:

@@ -40,7 +40,7 @@ from .budget import Budget, budget_for
 from .kernel import tune_kernel
 from .options import SearchOptions, tuning_target, work_dir_for
 from .records import create_database
-from .report import ModelTask, TuneProgress, TuneResult
+from .report import ModelTask, TuneResult
 from .tasks import collect_tasks
 from .timing import KernelSamplers, in_turns
 
@@ -94,7 +94,8 @@ def tune_model(
     """Tune every kernel of a Relax model (or ``func`` only) within one budget.
 
     ``model`` is a Relax IRModule or an imported model. ``budget`` is the whole model's, split
-    by latency share. ``on_task(index, total, task)`` hears when each task starts;
+    by latency share. ``on_task(index, total, task)`` hears when each task starts (``total``:
+    the kernels this budget reaches, :func:`planned_tasks`);
     ``search.on_progress`` gets each task's progress events. Returns a :class:`TuneResult` whose
     ``mod`` is the tuned model and whose ``model_tasks`` say, per kernel, its share, trials and
     latency before and after.
@@ -111,6 +112,7 @@ def tune_model(
         raise TuneError(f"nothing in this model can be tuned: {reasons}")
     tuned_tasks = [t for t in plan.tasks if t.share >= MIN_SHARE or func or not plan.profiled]
     shares = _shares(tuned_tasks)
+    planned = planned_tasks(budget, [shares[t.name] for t in tuned_tasks])
     start = perf_counter()
     rows: list[ModelTask] = []
     chosen: dict[str, Any] = {}
@@ -129,7 +131,7 @@ def tune_model(
             rows.append(row)  # the budget is spent: this kernel keeps its default schedule
             continue
         if on_task is not None:
-            on_task(index, len(tuned_tasks), row)
+            on_task(index, planned, row)
         result = _tune_task(task, target, task_trials, task_time, work, search)
         new += result.trials_new
         records += result.n_records
@@ -270,6 +272,21 @@ def _shares(tasks: list[_Task]) -> dict[str, float]:
     return {t.name: t.share / total for t in tasks}
 
 
+def planned_tasks(budget: Any, shares: list[float]) -> int:
+    """How many of the tasks (largest share first) a budget of trials reaches: each takes its
+    share, at least :data:`MIN_TASK_TRIALS`, until the trials are spent. A time budget gives
+    every task a slot (:data:`MIN_TASK_TIME_S` at least), so all of them."""
+    if budget.trials is None:
+        return len(shares)
+    left, count = budget.trials, 0
+    for share in shares:
+        if left <= 0:
+            break
+        left -= max(MIN_TASK_TRIALS, round(budget.trials * share))
+        count += 1
+    return count
+
+
 def _task_budget(
     budget: Any, share: float, share_left: float, start: float
 ) -> tuple[int | None, float | None]:
@@ -292,17 +309,11 @@ def _tune_task(
     search: SearchOptions,
 ) -> TuneResult:  # fmt: skip
     workload = tvm().IRModule({task.name: task.func})
-    seeded = task.trace is not None and _seed_with_default(workload, task, target, work)
-    on_progress = report = search.on_progress
-    if seeded and on_progress is not None:  # the seed is no earlier run to resume from
-
-        def report(event: TuneProgress) -> None:
-            on_progress(dataclasses.replace(event, resumed_from=event.resumed_from - 1))
-
+    if task.trace is not None:  # the seed counts among the task's earlier trials
+        _seed_with_default(workload, task, target, work)
     return tune_kernel(
-        workload, target, budget_for(trials, seconds),
-        dataclasses.replace(search, on_progress=report), work_dir=work, baseline=False,
-    )  # fmt: skip
+        workload, target, budget_for(trials, seconds), search, work_dir=work, baseline=False
+    )
 
 
 def _seed_with_default(workload: Any, task: _Task, target: Any, work: Path) -> bool:

@@ -107,6 +107,7 @@ from .schedule import (
     loop_rv_type,
     make_trace,
     schedule_type,
+    trace_rv_names,
     trace_type,
 )
 from .tensorir import (
@@ -226,6 +227,7 @@ __all__ = [
     "tir",
     "tir_nodes",
     "torch_frontend",
+    "trace_rv_names",
     "trace_type",
     "tvm",
     "use_all_cores",

@@ -45,6 +45,18 @@ def loop_rv_type() -> type:
     return s_tir().schedule.LoopRV
 
 
+def trace_rv_names(trace: Any) -> list[tuple[Any, str]]:
+    """Each handle a trace's instructions output, with the name ``Trace.as_python`` gives it:
+    ``b`` (block), ``l`` (loop) or ``v`` (value), then the output's position (``b0, l1, l4``)."""
+    block, loop = block_rv_type(), loop_rv_type()
+    names: list[tuple[Any, str]] = []
+    for inst in trace.insts:
+        for rv in inst.outputs:
+            kind = "b" if isinstance(rv, block) else "l" if isinstance(rv, loop) else "v"
+            names.append((rv, f"{kind}{len(names)}"))
+    return names
+
+
 #: The schedule method that returns a block handle by name (``get_block`` in the course).
 GET_BLOCK_METHOD = "get_sblock"
 

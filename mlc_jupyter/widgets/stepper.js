@@ -19,12 +19,23 @@ function diffView(step, view) {
     }
     return pre;
   }
-  const table = h("table", { class: "mlc-st-side", "data-testid": "diff" });
-  for (const [left, right, tag] of step.side) {
-    table.append(h("tr", { class: `mlc-st-${tag}` },
-      h("td", {}, h("pre", {}, left ?? "")), h("td", {}, h("pre", {}, right ?? ""))));
+  // Side by side: the step before and this one in two panes of whole lines, row for row; the
+  // panes scroll sideways together (the IR pane around them scrolls both down).
+  const sides = [["before", 0, "del"], ["after", 1, "add"]].map(([name, column, changed]) => {
+    const pre = h("pre", {});
+    for (const row of step.side) {
+      const text = row[column];
+      const tag = row[2];
+      const cls = text == null ? "gap" : tag === "replace" ? "replace" : tag === "equal" ? "" : changed;
+      pre.append(h("span", { class: `mlc-st-dl ${cls}` }, (text ?? "") + "\n"));
+    }
+    return h("div", { class: "mlc-st-side-pane", "data-side": name },
+      h("div", { class: "mlc-st-side-head" }, name === "before" ? "before this step" : "after it"), pre);
+  });
+  for (const [pane, other] of [[sides[0], sides[1]], [sides[1], sides[0]]]) {
+    pane.addEventListener("scroll", () => { if (other.scrollLeft !== pane.scrollLeft) other.scrollLeft = pane.scrollLeft; });
   }
-  return table;
+  return h("div", { class: "mlc-st-side mlc-st-diff", "data-testid": "diff" }, ...sides);
 }
 
 function selectOptions(select, values, labels = values) {
@@ -137,11 +148,12 @@ function interactiveForm(model) {
 
 function stepList(model, steps, index, go) {
   // Compiler Explorer's pass list: every step by name; steps that changed nothing are folded.
+  // A name too long for the column is cut with an ellipsis; its tooltip has all of it.
   const list = h("ol", { class: "mlc-st-list", "data-testid": "step-list", start: "0" });
   steps.forEach((s, i) => {
     const cls = `mlc-st-item${i === index ? " current" : ""}${s.unchanged ? " unchanged" : ""}`;
-    list.append(h("li", { class: cls, "data-testid": `step-${i}`, onclick: () => go(i),
-      title: s.unchanged ? "no change" : "" }, s.name + (s.unchanged ? " (no change)" : "")));
+    const label = `${i}. ${s.name}${s.unchanged ? " (no change)" : ""}`;
+    list.append(h("li", { class: cls, "data-testid": `step-${i}`, onclick: () => go(i), title: label }, label));
   });
   return list;
 }
@@ -169,11 +181,54 @@ function graphPane(model) {
   }
   controls.append(mode);
   pane.append(controls);
-  const drawing = h("div", { class: "mlc-st-graph-drawing" });
-  if (model.get("graph_svg")) drawing.innerHTML = model.get("graph_svg");  // dot's SVG, built in Python
-  else drawing.append(h("pre", {}, model.get("graph_text") || "(no Relax function to draw)"));
+  const drawing = h("div", { class: "mlc-st-graph-drawing", "data-testid": "graph-drawing" });
+  if (model.get("graph_svg")) {
+    drawing.innerHTML = model.get("graph_svg");  // dot's SVG, built in Python
+    controls.append(...zoomControls(drawing));
+  } else {
+    drawing.append(h("pre", {}, model.get("graph_text") || "(no Relax function to draw)"));
+  }
   pane.append(drawing);
   return pane;
+}
+
+let graphZoom = null;  // the zoom the user chose, kept while stepping (null: readable size)
+
+function zoomControls(drawing) {
+  // A wide graph is drawn at its own size (text readable) in a box that scrolls and pans by
+  // dragging; "fit" shrinks it to the box, the buttons zoom in steps.
+  const svg = drawing.querySelector("svg");
+  if (!svg) return [];
+  const box = svg.viewBox && svg.viewBox.baseVal;
+  const natural = box && box.width ? box.width : svg.getBoundingClientRect().width || 400;
+  const apply = (zoom) => {
+    graphZoom = zoom;
+    const width = zoom === "fit" ? Math.min(natural, drawing.clientWidth || natural) : natural * zoom;
+    svg.setAttribute("width", `${Math.round(width)}px`);
+    svg.removeAttribute("height");
+    label.textContent = zoom === "fit" ? "fit" : `${Math.round(zoom * 100)}%`;
+  };
+  const step = (factor) => {
+    const now = graphZoom === "fit" ? Math.min(1, (drawing.clientWidth || natural) / natural) : graphZoom || 1;
+    apply(Math.max(0.1, Math.min(4, now * factor)));
+  };
+  const label = h("span", { "data-testid": "graph-zoom" }, "");
+  let start = null;
+  drawing.addEventListener("mousedown", (e) => {
+    start = { x: e.clientX, y: e.clientY, left: drawing.scrollLeft, top: drawing.scrollTop };
+    drawing.classList.add("panning");
+  });
+  drawing.addEventListener("mousemove", (e) => {
+    if (!start) return;
+    drawing.scrollLeft = start.left - (e.clientX - start.x);
+    drawing.scrollTop = start.top - (e.clientY - start.y);
+  });
+  for (const end of ["mouseup", "mouseleave"]) {
+    drawing.addEventListener(end, () => { start = null; drawing.classList.remove("panning"); });
+  }
+  requestAnimationFrame(() => apply(graphZoom ?? 1));
+  return [button("−", "zoom-out", () => step(1 / 1.25)), label, button("+", "zoom-in", () => step(1.25)),
+    button("fit", "zoom-fit", () => apply("fit")), button("1:1", "zoom-1", () => apply(1))];
 }
 
 function passTools(model, step, index) {
@@ -194,6 +249,10 @@ function render({ model, el }) {
   const root = h("div", { class: "mlc-st" });
   el.append(root);
   let form = null;  // the interactive form survives redraws (see interactiveForm)
+  // What the user folded away, kept while stepping: the side panels and step list as a whole
+  // (the IR then takes the whole width), or single panels.
+  let sidePanels = true;
+  const closedPanels = new Set();
   const draw = () => {
     const steps = model.get("steps");
     const last = steps.length - 1;
@@ -217,9 +276,10 @@ function render({ model, el }) {
       button("◀ prev", "prev", () => go(index - 1), index === 0), slider,
       button("next ▶", "next", () => go(index + 1), index === last),
       h("span", { "data-testid": "step-label" }, `step ${index} / ${last}`), viewSel,
-      model.get("can_time") ? button("time this step", "time", () => model.send({ type: "time", index })) : null);
+      model.get("can_time") ? button("time this step", "time", () => model.send({ type: "time", index })) : null,
+      button(sidePanels ? "hide panels" : "show panels", "panels", () => { sidePanels = !sidePanels; draw(); }));
     const where = step.index
-      ? h("div", { class: "mlc-st-source", "data-testid": "source" },
+      ? h("div", { class: "mlc-st-source", "data-testid": "source", title: step.source },
         h("b", {}, step.line ? `line ${step.line}: ` : `${step.name}: `), h("code", {}, step.source),
         step.unchanged ? h("span", { class: "mlc-st-unchanged", "data-testid": "unchanged" }, " — no change") : null)
       : h("div", { class: "mlc-st-source", "data-testid": "source" }, "initial module");
@@ -228,10 +288,13 @@ function render({ model, el }) {
     else if (!ready) code.append(h("pre", {}, "…"));
     else if (view === "ir") code.innerHTML = cur.html;  // highlighted in Python (escaped there)
     else code.append(diffView(cur, view));
-    const side = h("div", { class: "mlc-st-sidebar" });
+    const side = h("div", { class: "mlc-st-sidebar", "data-testid": "sidebar" });
     for (const panel of model.get("panels")) {
-      side.append(h("div", { class: "mlc-st-h" }, panel.title),
+      const box = h("details", { class: "mlc-st-panel-box" }, h("summary", { class: "mlc-st-h" }, panel.title),
         h("pre", { class: `mlc-st-panel mlc-st-${panel.key}`, "data-testid": panel.key }, step[panel.key] || "—"));
+      box.open = !closedPanels.has(panel.key);
+      box.addEventListener("toggle", () => { if (box.open) closedPanels.delete(panel.key); else closedPanels.add(panel.key); });
+      side.append(box);
     }
     const timings = model.get("timings");
     if (timings.length) {
@@ -258,7 +321,7 @@ function render({ model, el }) {
     if (model.get("code") && (model.get("interactive") || model.get("graph_functions") !== undefined)) {
       parts.push(h("pre", { class: "mlc-st-export", "data-testid": "code" }, model.get("code")));
     }
-    const panes = h("div", { class: "mlc-st-panes" }, code, side);
+    const panes = h("div", { class: `mlc-st-panes${sidePanels ? "" : " no-side no-list"}` }, code, side);
     if (model.get("show_list")) panes.prepend(stepList(model, steps, index, go));
     parts.push(where, panes);
     root.replaceChildren(...parts.filter(Boolean));

@@ -295,3 +295,24 @@ def test_an_attribute_error_in_a_function_on_a_printed_erratum_is_named_at_its_l
     text = captured.stdout
     assert "AttributeError: line 6, column" in text
     assert 'the line should read: ll_path = temp.relpath("temp.ll")' in text
+
+
+def test_the_books_tune_tir_shows_the_live_progress_of_mlc_tune(shell, tmp_path):
+    from build_support import matmul
+
+    shell.user_ns["mod"] = matmul(64)
+    result, captured = _run(
+        shell,
+        "from tvm import meta_schedule as ms\n"
+        f'database = ms.tune_tir(mod=mod, target="llvm --num-cores=1", work_dir="{tmp_path}", '
+        "max_trials_global=4, num_trials_per_iter=4)\n",
+    )
+    assert result.success, result.error_in_exec
+    assert "tuning in" in captured.stdout and "trials" in captured.stdout  # progress shown
+    shell.run_line_magic("mlc_course", "off")
+    try:
+        from mlc_jupyter.course.progress import progress_view
+
+        assert progress_view() is None  # off: the shims tune silently, as in a script
+    finally:
+        shell.run_line_magic("mlc_course", "on")

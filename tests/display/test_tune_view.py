@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from mlc_jupyter.display.tune import progress_bundle, progress_text, result_bundle, result_text
 from mlc_jupyter.tune.report import TuneProgress, TuneResult
 
@@ -14,9 +16,9 @@ EVENT = TuneProgress(
 
 def test_a_progress_line_says_trials_best_elapsed_and_what_is_left():
     line = progress_text(EVENT)
-    assert line.startswith("[main] 16/64 trials, best 1.500 ms (12.5 GFLOP/s)")
+    assert line.startswith("[main] 16/64 trials (8 new, 8 earlier), best 1.500 ms (12.5 GFLOP/s)")
     assert "elapsed 1m15s" in line and "left ~3m45s" in line
-    assert "resumed from 8" in line and "failed: 1 build / 0 run" in line
+    assert "failed: 1 build / 0 run" in line
 
 
 def test_the_progress_block_has_a_bar_a_curve_the_first_error_and_the_log():
@@ -32,21 +34,21 @@ def test_a_result_summary_reads_latencies_speed_up_and_where_the_records_are():
         flop=2 * 128**3, interrupted=True, rpc="127.0.0.1:9190:local",
     )  # fmt: skip
     text = result_text(result)
-    assert text.splitlines()[0] == "TuneResult (tir, 64 records, interrupted)"
-    assert "speed-up 4.00x" in text and "56 new, 8 from earlier runs" in text
+    assert text.splitlines()[0] == "TuneResult (tir, 64 trials, interrupted)"
+    assert "speed-up 4.00x" in text and "trials   64 (56 new, 8 earlier)" in text
     assert "work dir /work/dir" in text and "measured on RPC devices 127.0.0.1:9190:local" in text
     bundle = result_bundle(result)
     assert bundle["text/plain"] == text and "TuneResult" in bundle["text/html"]
 
 
 def test_a_time_budgeted_progress_line_gives_the_share_of_peak_and_the_time_left():
-    import dataclasses
-
     event = dataclasses.replace(
         EVENT, trials_total=None, time_budget_s=600.0, eta_s=525.0, peak_fraction=0.42
     )
     line = progress_text(event)
-    assert line.startswith("[main] 16 trials, best 1.500 ms (12.5 GFLOP/s, 42% of peak)")
+    assert line.startswith(
+        "[main] 16 trials (8 new, 8 earlier), best 1.500 ms (12.5 GFLOP/s, 42% of peak)"
+    )
     assert "elapsed 1m15s of 10m00s" in line and "left at most 8m45s" in line
     assert "width: 12%" in progress_bundle(event)["text/html"]  # the bar follows the time
 
@@ -58,6 +60,14 @@ def test_a_result_says_why_it_stopped_its_space_and_its_share_of_peak():
         stop_reason="converged", spaces={"main": "matmul"}, peak_gflops=10.0, elapsed_s=200.0,
     )  # fmt: skip
     text = result_text(result)
-    assert text.splitlines()[0] == "TuneResult (tir, 300 records, search converged)"
+    assert text.splitlines()[0] == "TuneResult (tir, 300 trials, search converged)"
     assert "(4.2 GFLOP/s, 42% of peak)" in text and "space    matmul" in text
-    assert "300 new (3m20s)" in text
+    assert "trials   300 new in 3m20s" in text
+
+
+def test_the_curve_has_labelled_axes_and_the_peak_line():
+    event = dataclasses.replace(EVENT, peak_fraction=0.25)
+    svg = progress_bundle(event)["text/html"]
+    assert "trials measured</text>" in svg and "best latency</text>" in svg
+    assert ">64</text>" in svg  # the x axis ends at the trials asked for
+    assert "peak 375.0 us</text>" in svg  # the latency at the machine's peak: 1.5 ms x 25 %

@@ -59,6 +59,16 @@ def test_mm_relu_steps_give_one_viewable_step_per_primitive_with_changed_lines(s
     assert last_export()  # the stepper shown by the cell remembers its export
 
 
+def test_the_trace_calls_loops_and_blocks_what_the_cell_called_them(mm_relu):
+    run = run_schedule_cell(MM_RELU_STEPS, mm_relu)
+    traces = [line for step in run.steps for line in step.trace]
+    assert traces[1] == "i, j, k = sch.get_loops(block=block_Y)"
+    assert traces[2].startswith("j0, j1 = sch.split(loop=j, factors=[None, 4]")
+    assert traces[3] == "sch.reorder(j0, k, j1)"  # not MetaSchedule's l4, l3, l5
+    assert traces[-1] == "block_Y_init = sch.decompose_reduction(block=block_Y, loop=k)"
+    assert 'name="Y"' in traces[0]  # strings are left alone
+
+
 def test_bmm_relu_exercise_reaches_the_books_target_module(shell):
     shell.run_cell_magic("tir", "--quiet", BMM_RELU)
     shell.run_cell_magic("tir", "--quiet", _listing("ch2_bmm_relu_target"))

@@ -130,3 +130,12 @@ def test_a_kernel_the_model_does_not_have_is_refused_with_its_kernels():
     imported = import_model(mlp(), torch.randn(1, 784))
     with pytest.raises(TuneError, match="no kernel 'linear9' in this model"):
         tune(imported, func="linear9", trials=8)
+
+
+def test_a_whole_model_budget_of_trials_reaches_the_largest_kernels_first():
+    from mlc_jupyter.tune.budget import Budget
+    from mlc_jupyter.tune.whole_model import planned_tasks
+
+    assert planned_tasks(Budget(16, None, False), [0.75, 0.25]) == 1
+    assert planned_tasks(Budget(64, None, False), [0.5, 0.3, 0.2]) == 3
+    assert planned_tasks(Budget(None, 60.0, False), [0.75, 0.25]) == 2

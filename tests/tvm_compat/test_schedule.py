@@ -48,3 +48,15 @@ def test_a_schedule_error_names_the_ir_object_the_way_the_error_display_finds_it
         + message[:600]
     )
     assert hasattr(tvm_compat.dlight(), "gpu"), "dlight moved (dlight())"
+
+
+def test_trace_handle_names_are_the_ones_as_python_prints():
+    sch = tvm_compat.Schedule(_add_one())
+    (loop,) = sch.get_loops(tvm_compat.get_block(sch, "B"))
+    sch.split(loop, factors=[None, 8])
+    names = [name for _, name in tvm_compat.trace_rv_names(sch.trace)]
+    assert names == ["b0", "l1", "l2", "l3"]
+    printed = "\n".join(str(line) for line in sch.trace.as_python())
+    assert "l2, l3 = sch.split(loop=l1" in printed, (
+        f"Trace.as_python names handles differently now:\n{printed}"
+    )
