@@ -14,13 +14,14 @@ import os
 import re
 import sys
 import sysconfig
-import tempfile
 import warnings
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from IPython.display import display
 
+from ..config import cache_dir
 from ..display.messages import messages_bundle
 
 #: A TVM log line: ``[11:22:33] /path/transform.h:1261: Warning: ...``.
@@ -51,16 +52,24 @@ def _native_messages(text: str) -> dict[str, list[str]]:
     return {"TVM": tvm_lines, "native libraries": other}
 
 
+def native_log_path() -> Path:
+    """Where native stderr goes while a magic runs: a file in the cache, one per kernel process,
+    so what TVM printed before a crash that took the kernel down can still be read."""
+    return cache_dir() / f"magic-stderr-{os.getpid()}.log"
+
+
 @contextlib.contextmanager
 def _fd2_captured() -> Iterator[Callable[[], str]]:
-    """File descriptor 2 into a temporary file while the block runs; yields a reader of it."""
+    """File descriptor 2 into :func:`native_log_path` while the block runs; yields its reader."""
     sys.stderr.flush()
     try:
         saved = os.dup(2)
     except OSError:  # no descriptor 2 to borrow (an embedded interpreter)
         yield lambda: ""
         return
-    with tempfile.TemporaryFile(mode="w+b") as sink:
+    path = native_log_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w+b") as sink:
         os.dup2(sink.fileno(), 2)
         try:
             yield lambda: (sink.seek(0), sink.read().decode(errors="replace"))[1]

@@ -1,4 +1,4 @@
-// Shared by every widget front end (prepended to its ESM by widgets/esm.py).
+// Shared by every widget front end: widgets/esm.py copies it into each widget's .js file.
 
 /** An element with attributes (`class`, `on<event>` listeners, the rest as attributes) and children. */
 function h(tag, attrs = {}, ...children) {

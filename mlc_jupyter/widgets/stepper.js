@@ -1,7 +1,22 @@
 // Stepper front end (schedule steps and pass steps): draws the traits, sends user actions back.
 // No state of its own except what is being typed into the interactive form.
 
-// h(tag, attrs, ...children) comes from dom.js (see esm.py).
+// <dom.js> a copy: edit dom.js, then run `python -m mlc_jupyter.widgets.esm`
+// Shared by every widget front end: widgets/esm.py copies it into each widget's .js file.
+
+/** An element with attributes (`class`, `on<event>` listeners, the rest as attributes) and children. */
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "class") el.className = value;
+    else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+    else el.setAttribute(key, value);
+  }
+  for (const child of children) if (child !== null && child !== undefined) el.append(child);
+  return el;
+}
+// </dom.js>
+
 
 function button(label, testid, onclick, disabled = false) {
   const b = h("button", { class: "mlc-st-button", "data-testid": testid, onclick }, label);
@@ -253,6 +268,7 @@ function render({ model, el }) {
   // (the IR then takes the whole width), or single panels.
   let sidePanels = true;
   const closedPanels = new Set();
+  let listWatch = null;  // keeps the current step of the step list in view
   const draw = () => {
     const steps = model.get("steps");
     const last = steps.length - 1;
@@ -322,16 +338,33 @@ function render({ model, el }) {
       parts.push(h("pre", { class: "mlc-st-export", "data-testid": "code" }, model.get("code")));
     }
     const panes = h("div", { class: `mlc-st-panes${sidePanels ? "" : " no-side no-list"}` }, code, side);
-    if (model.get("show_list")) panes.prepend(stepList(model, steps, index, go));
+    const list = model.get("show_list") ? stepList(model, steps, index, go) : null;
+    if (list) panes.prepend(list);
     parts.push(where, panes);
     root.replaceChildren(...parts.filter(Boolean));
+    if (list) {
+      // the step on screen stays in view in the list, also when the cell's width changes
+      const follow = () => {
+        const cur = list.querySelector(".current");
+        if (cur && (cur.offsetTop < list.scrollTop
+            || cur.offsetTop + cur.offsetHeight > list.scrollTop + list.clientHeight)) {
+          list.scrollTop = cur.offsetTop - list.clientHeight / 2;
+        }
+      };
+      if (listWatch) listWatch.disconnect();
+      listWatch = new ResizeObserver(follow);
+      listWatch.observe(list);
+    }
   };
   draw();
   const traits = ["steps", "index", "current", "view", "error", "status", "blocks", "timings", "code",
     "can_redo", "graph_svg", "graph_text", "graph_functions"];
   for (const name of traits) model.on(`change:${name}`, draw);
   // anywidget calls this when the view goes away: no listener keeps a removed view alive.
-  return () => { for (const name of traits) model.off(`change:${name}`, draw); };
+  return () => {
+    for (const name of traits) model.off(`change:${name}`, draw);
+    if (listWatch) listWatch.disconnect();
+  };
 }
 
 export default { render };

@@ -1,6 +1,22 @@
 // Trace replay widget front end: draws the traits, sends user actions back. No state of its own.
 
-// h(tag, attrs, ...children) comes from dom.js (see esm.py).
+// <dom.js> a copy: edit dom.js, then run `python -m mlc_jupyter.widgets.esm`
+// Shared by every widget front end: widgets/esm.py copies it into each widget's .js file.
+
+/** An element with attributes (`class`, `on<event>` listeners, the rest as attributes) and children. */
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "class") el.className = value;
+    else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+    else el.setAttribute(key, value);
+  }
+  for (const child of children) if (child !== null && child !== undefined) el.append(child);
+  return el;
+}
+// </dom.js>
+
+// The shared DOM helpers (h) are copied in below from dom.js (see esm.py).
 
 function decisionEditor(model, step) {
   const d = step.decision;

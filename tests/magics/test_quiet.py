@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 
-from mlc_jupyter.magics.quiet import captured_messages, quiet
+from mlc_jupyter.magics.quiet import captured_messages, native_log_path, quiet
 
 TVM_LINE = b"[11:22:33] /src/relax/transform.h:1261: Warning: Fast mode segfaults when ...\n"
 
@@ -29,6 +29,7 @@ def test_tvm_log_lines_and_library_warnings_become_one_folded_summary(shell, cap
     assert "3 messages from TVM, 1 warning from Python libraries:" in out
     assert "Warning: Fast mode segfaults when ...  (×3)" in out  # once, counted
     assert "FutureWarning: isinstance(treespec, LeafSpec) is deprecated" in out
+    assert "Fast mode segfaults" in native_log_path().read_text()  # readable after a crash too
 
 
 def test_the_users_own_warning_is_shown_as_usual():
