@@ -91,6 +91,48 @@ def resnet18() -> Any:
     return ResNet18().eval()
 
 
+def mobilenet_v1(width: float = 1.0) -> Any:
+    """MobileNet v1 (depthwise-separable convolutions: 3x3 depthwise, then 1x1), random weights,
+    eval mode; ``width`` scales every layer's channels (0.25 makes a small one for tests)."""
+    import torch
+    from torch import nn
+
+    def conv_bn(cin: int, cout: int, stride: int) -> Any:
+        return nn.Sequential(
+            nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(True)
+        )
+
+    def separable(cin: int, cout: int, stride: int) -> Any:
+        return nn.Sequential(
+            nn.Conv2d(cin, cin, 3, stride, 1, groups=cin, bias=False),
+            nn.BatchNorm2d(cin),
+            nn.ReLU(True),
+            nn.Conv2d(cin, cout, 1, 1, 0, bias=False),
+            nn.BatchNorm2d(cout),
+            nn.ReLU(True),
+        )
+
+    def ch(n: int) -> int:
+        return max(8, int(n * width))
+
+    plan = [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2)]
+    plan += [(512, 1)] * 5 + [(1024, 2), (1024, 1)]
+    layers, cin = [conv_bn(3, ch(32), 2)], ch(32)
+    for cout, stride in plan:
+        layers.append(separable(cin, ch(cout), stride))
+        cin = ch(cout)
+    torch_seed()
+    model = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, 1000))
+    # Batch-norm statistics of one random batch: with PyTorch's initial ones (mean 0, variance
+    # 1) the activations shrink layer by layer to ~1e-11 and every output is the bias.
+    for layer in model.modules():
+        if isinstance(layer, nn.BatchNorm2d):
+            layer.momentum = 1.0
+    with torch.no_grad():
+        model.train()(torch.randn(2, 3, 64, 64))
+    return model.eval()
+
+
 def imported_resnet18() -> Any:
     """ResNet-18 as a Relax IRModule (torch.export + from_exported_program), input 1x3x224x224."""
     import torch

@@ -28,7 +28,7 @@ from . import disk_cache
 from .bounds import check_bounds
 from .call import bound_function
 from .checked import compile_checked
-from .default_schedule import Progress, has_operators, prepare_model
+from .default_schedule import Progress, has_operators, pack_weights, prepare_model
 from .device_code import DeviceCode, device_code_of, failed_kernel_compile
 from .signatures import (
     as_module,
@@ -161,11 +161,15 @@ def build_module(
     if schedule == "default" and is_relax(mod) and has_operators(mod):
         prepared = prepare_model(mod, target, on_progress)
         mod, notes = prepared.mod, prepared.notes()
+    if is_relax(mod) and not is_gpu_target(target):
+        mod = pack_weights(mod)
     checked = checked_builds() if checked is None else bool(checked)
     key = cache_key(mod, target, checked)
     hit = _CACHE.get(key)
     if hit is not None and not force and structural_equal(hit.mod, mod):
-        return dataclasses.replace(hit, cached=True, origin=origin or hit.origin)
+        return dataclasses.replace(
+            hit, cached=True, origin=origin or hit.origin, notes=notes or hit.notes
+        )
     relax = is_relax(mod)
     on_disk = persist and target.kind.name == "llvm"
     if on_disk and not force:

@@ -51,6 +51,11 @@ JOBS_PER_CORE = 16
 REGISTER_BLOCK = 8
 #: The unroll limit picked among MetaSchedule's candidates (0, 16, 64, 512).
 UNROLL_STEPS = 16
+#: The layouts of a CPU build's convolutions (data, weight): channels innermost, so that output
+#: channels fill vector registers (Relax's ``ConvertLayout`` converts the rest of the graph).
+CPU_LAYOUTS = {"relax.nn.conv2d": ["NHWC", "HWIO"]}
+#: The attribute that lists a kernel's layout-free (constant) arguments, as MetaSchedule reads it.
+LAYOUT_FREE_ATTR = "layout_free_buffers"
 #: What the scheduled kernels carry, so that later passes (dlight, MetaSchedule) leave them be.
 SCHEDULED = IS_SCHEDULED_ATTR
 
@@ -105,11 +110,19 @@ def has_operators(mod: Any) -> bool:
 def legalize_and_fuse(mod: Any, target: Any) -> Any:
     """TVM's passes from operators to fused kernels, batch norm folded for inference first.
 
+    On CPUs, convolutions are converted to :data:`CPU_LAYOUTS` first (the layout
+    :mod:`.conv_schedule` is written for; the weights' transposes are folded here), and each
+    kernel's constant arguments are marked layout-free: a schedule may then pack them in the
+    order its loops read them (MetaSchedule's ``RewriteLayout``), once, at build time
+    (:func:`pack_weights`).
+
     The same passes give ``%mlc_tune`` its tasks, so a tuned kernel replaces the one built here.
     """
     _tvm = tvm()
     transform = _tvm.relax.transform
+    layouts = [] if "gpu" in list(target.keys) else [transform.ConvertLayout(CPU_LAYOUTS)]
     passes = [
+        *layouts,
         transform.DecomposeOpsForInference(),
         transform.CanonicalizeBindings(),
         transform.LegalizeOps(),
@@ -120,7 +133,84 @@ def legalize_and_fuse(mod: Any, target: Any) -> Any:
         transform.DeadCodeElimination(),
     ]
     with target, _tvm.transform.PassContext(opt_level=3):
-        return _tvm.transform.Sequential(passes)(mod)
+        fused = _tvm.transform.Sequential(passes)(mod)
+    return fused if "gpu" in list(target.keys) else mark_constant_arguments(fused, mod)
+
+
+def mark_constant_arguments(mod: Any, before: Any) -> Any:
+    """Each new kernel with :data:`LAYOUT_FREE_ATTR` listing the arguments that are constants at
+    every call (the weights); a kernel ``before`` had keeps its attributes.
+
+    TVM's ``AttachAttrLayoutFreeBuffers`` does the same but renames every function it touches,
+    and a kernel's name is how a profile, a tuning task and ``--func`` find it.
+    """
+    known = {gv.name_hint for gv, _ in before.functions_items()}
+    constant: dict[str, set[int]] = {}
+    for _, func in mod.functions_items():
+        if not isinstance(func, tvm().relax.Function):
+            continue
+        for _var, value in relax_bindings(func):
+            if relax_expr_kind(value) != "call" or len(value.args) < 2:
+                continue
+            callee, args = value.args[0], value.args[1]
+            if relax_expr_kind(callee) != "global" or relax_expr_kind(args) != "tuple":
+                continue
+            consts = {i for i, arg in enumerate(args.fields) if relax_expr_kind(arg) == "const"}
+            name = callee.name_hint
+            constant[name] = constant.get(name, consts) & consts
+    out = mod.clone()
+    for gv, func in mod.functions_items():
+        indices = sorted(constant.get(gv.name_hint, ()))
+        if isinstance(func, PrimFunc()) and indices and gv.name_hint not in known:
+            out.update_func(gv, func.with_attr(LAYOUT_FREE_ATTR, indices))
+    return out
+
+
+#: TVM's names for the two halves of a kernel that packs its weights: the kernel reading the
+#: packed weights, and the packing (run once, at build time).
+PACKED_SUFFIX = "_prepacked"
+PACKING_SUFFIX = "_weight_prepack"
+_PACKED: dict[str, tuple[Any, Any]] = {}
+
+
+def pack_weights(mod: Any) -> Any:
+    """``mod`` with the weight packing its kernels carry split off and run at build time.
+
+    A kernel scheduled with ``RewriteLayout`` starts by copying a constant argument into the
+    layout its loops read (a layout-rewrite block). TVM's ``SplitLayoutRewritePreproc`` moves
+    each copy into a kernel of its own called on the constant, and ``FoldConstant`` runs it now:
+    the built model holds the packed weights. A module without such kernels is returned as is.
+    Remembered per module, like :func:`prepare_model`.
+    """
+    packs = any(
+        isinstance(f, PrimFunc()) and f.attrs is not None and LAYOUT_FREE_ATTR in f.attrs
+        for _, f in mod.functions_items()
+    )
+    if not packs:
+        return mod
+    key = f"{structural_hash(mod):x}"
+    known = _PACKED.get(key)
+    if known is not None and structural_equal(known[0], mod):
+        return known[1]
+    _tvm = tvm()
+    transform = _tvm.relax.transform
+    passes = [
+        transform.SplitLayoutRewritePreproc(),
+        transform.FoldConstant(),
+        transform.DeadCodeElimination(),
+    ]
+    with _tvm.transform.PassContext(opt_level=3):
+        packed = _tvm.transform.Sequential(passes)(mod)
+    # The kernels keep their global symbols, so DCE keeps them: drop what the split replaced.
+    names = {gv.name_hint for gv, _ in packed.functions_items()}
+    for gv, _ in list(packed.functions_items()):
+        name = gv.name_hint
+        if name.endswith(PACKING_SUFFIX) or name + PACKED_SUFFIX in names:
+            del packed[gv]
+    while len(_PACKED) >= REMEMBERED:
+        _PACKED.pop(next(iter(_PACKED)))
+    _PACKED[key] = (mod, packed)
+    return packed
 
 
 def new_kernels(before: Any, after: Any) -> list[tuple[Any, Any]]:
@@ -229,6 +319,9 @@ def _cpu_schedule(func: Any, target: Any) -> tuple[Any, Any] | None:
     task = IRModule()(
         {"main": func.with_attr("global_symbol", "main").with_attr(NOALIAS_ATTR, True)}
     )
+    window = _window_schedule(task, target)
+    if window is not None:
+        return window
     try:
         # MetaSchedule's CPU rules without the one that looks up rules registered for a block
         # (none are, for the CPU; it logs the name of each it misses, e.g. max pooling's).
@@ -257,6 +350,30 @@ def _cpu_schedule(func: Any, target: Any) -> tuple[Any, Any] | None:
             if not postproc.apply(sch):
                 return None
     except Exception:  # noqa: BLE001 - a kernel MetaSchedule cannot schedule keeps TVM's loops
+        return None
+    return sch.mod["main"].with_attr(SCHEDULED, True), sch.trace
+
+
+def _window_schedule(task: Any, target: Any) -> tuple[Any, Any] | None:
+    """The direct-convolution schedule of :mod:`.conv_schedule` with its tile chosen by rule
+    (``None`` for a kernel it does not apply to)."""
+    from . import conv_schedule  # deferred: imports TVM at import time
+
+    ms = metaschedule()
+    sch = Schedule(task)
+    try:
+        dtype = conv_schedule.find_window(sch, 16).dtype
+        unit = conv_schedule.vector_unit(target, dtype)
+        window = conv_schedule.find_window(sch, unit.lanes)
+        rows, vectors = conv_schedule.rule_tile(window, unit.registers)
+        conv_schedule.schedule_window(sch, unit, conv_schedule.Decisions(rows, vectors))
+        sch.enter_postproc()
+        for postproc in ms.postproc.Postproc.create("llvm"):
+            if not postproc.apply(sch):
+                return None
+    except conv_schedule.NotWindow:
+        return None
+    except Exception:  # noqa: BLE001 - a primitive refused: MetaSchedule's space schedules it
         return None
     return sch.mod["main"].with_attr(SCHEDULED, True), sch.trace
 

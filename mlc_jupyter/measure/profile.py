@@ -16,6 +16,7 @@ from typing import Any
 from ..compilation import device_for
 from ..compilation.cached_build import Built
 from ..compilation.call import prepare, relax_vm, to_device
+from ..compilation.default_schedule import PACKED_SUFFIX
 from ..errors import TimingError
 from ..tvm_compat import PrimFunc
 from .reference import is_torch_module
@@ -92,7 +93,11 @@ def profile_kernels(
     tensors, _ = to_device(built, sig, tuple(inputs))
     vm = relax_vm(built)
     main = vm[sig.name]
-    known = {gv.name_hint for gv, f in built.mod.functions_items() if _is_prim(f)}
+    known = {
+        gv.name_hint.removesuffix(PACKED_SUFFIX)
+        for gv, f in built.mod.functions_items()
+        if _is_prim(f)
+    }
     seconds: dict[str, float] = {}
     calls: dict[str, int] = {}
     started: list[float] = []
@@ -101,7 +106,7 @@ def profile_kernels(
         if before:
             started.append(time.perf_counter())
         else:
-            symbol = str(symbol)
+            symbol = str(symbol).removesuffix(PACKED_SUFFIX)
             seconds[symbol] = seconds.get(symbol, 0.0) + time.perf_counter() - started.pop()
             calls[symbol] = calls.get(symbol, 0) + 1
         return 0
@@ -150,5 +155,8 @@ def _is_prim(func: Any) -> bool:
 
 
 def _flops(built: Built, kernel: str, calls: int) -> float | None:
+    names = {gv.name_hint for gv, _ in built.mod.functions_items()}
+    if kernel not in names and kernel + PACKED_SUFFIX in names:
+        kernel += PACKED_SUFFIX
     flops = estimate_flops(built.mod, kernel)  # None for a kernel the build made itself
     return flops * calls if flops else None

@@ -33,19 +33,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..compilation.conv_schedule import VectorUnit, vector_unit
 from ..tvm_compat import (
     Schedule,
     buffer_load,
     derived_object,
     get_block,
-    llvm_system_triple,
     metaschedule,
     param_buffers,
     region_buffer,
     tir,
-    tvm,
     var_dtype,
-    vector_bits,
 )
 
 #: Design-space variants, in the order the space generator returns them.
@@ -60,23 +58,6 @@ SPARE_REGISTERS = 4
 
 class NotMatmul(Exception):  # noqa: N818 - a verdict, not an error
     """The workload is not one this space schedules."""
-
-
-@dataclass(frozen=True)
-class VectorUnit:
-    """What the micro-kernel is sized for: lanes of the element type and vector registers."""
-
-    lanes: int
-    registers: int
-
-
-def vector_unit(target: Any, dtype: str = "float32") -> VectorUnit:
-    """Lanes of ``dtype`` per vector register and the register count of ``target``'s CPU."""
-    bits = vector_bits(target) if str(target.kind.name) == "llvm" else 128
-    element = int(tvm().DataType(dtype).bits)
-    triple = str(target.attrs.get("mtriple", "") or llvm_system_triple())
-    registers = 32 if bits >= 512 or triple.startswith("aarch64") else 16
-    return VectorUnit(max(1, bits // element), registers)
 
 
 @dataclass

@@ -1,0 +1,244 @@
+"""Direct convolution on CPUs: output channels in vector registers, a row of outputs blocked.
+
+A model build converts every 2-D convolution to NHWC with HWIO weights (Relax's ``ConvertLayout``,
+:func:`.default_schedule.legalize_and_fuse`), so the output channel is the innermost axis of the
+output and of the weight: one vector load of the weight serves ``lanes`` output channels, and an
+input element is one broadcast. The weight's new layout is a transpose of a constant, folded at
+build time. Every kernel whose single reduction writes an NHWC tensor (convolutions, depthwise and
+1x1 ones, max and average pooling, a mean over H and W) then gets one structure, written with
+TensorIR's primitives (the GotoBLAS micro-kernel, applied to a convolution):
+
+* the output tile is ``mr`` pixels of one row by ``nv`` vectors of channels, accumulated in a
+  ``local`` cache of the output (``cache_write``), unrolled over ``mr`` and ``nv`` and vectorised
+  over the lanes, so LLVM keeps the tile in registers; the reduction loops (kernel rows, kernel
+  columns, input channels) run around it, the innermost split so that it can be unrolled;
+* the tiles run in parallel, channel blocks outermost (each core keeps its part of the weight),
+  then rows and blocks of pixels;
+* the elementwise operators fused after the reduction (batch norm for inference, bias, ReLU, the
+  residual add) are inlined into the write-back of the accumulators: each output is stored once;
+* producers before it (the padding) run once, in parallel and vectorised, before the tiles; a
+  copy (padding by zero pixels) is inlined.
+
+``mr``, ``nv`` and the unrolled reduction are sampling decisions (``sample_categorical``,
+``sample_perfect_tile``): :func:`schedule_window` with ``decisions`` picks them by rule (the
+default build), without it MetaSchedule samples them (the tuning space, ``tune/conv_space.py``).
+The rule: the largest tile whose accumulators, ``nv`` weight vectors and one broadcast fit the
+vector registers, at most :data:`MAX_VECTORS` vectors wide, ties to the wider one.
+
+This module imports TVM at import time; import it lazily.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..tvm_compat import (
+    buffer_load,
+    get_block,
+    llvm_system_triple,
+    tir,
+    tvm,
+    vector_bits,
+)
+
+#: The widest channel block, in vector registers.
+MAX_VECTORS = 4
+#: The longest row block the space samples.
+MAX_ROWS = 16
+#: The longest unrolled run of the innermost reduction loop the space samples.
+MAX_UNROLL = 4
+
+
+class NotWindow(Exception):  # noqa: N818 - a verdict, not an error
+    """The kernel is not one this schedule applies to."""
+
+
+@dataclass(frozen=True)
+class VectorUnit:
+    """What the register tile is sized for: lanes of the element type and vector registers."""
+
+    lanes: int
+    registers: int
+
+
+def vector_unit(target: Any, dtype: str = "float32") -> VectorUnit:
+    """Lanes of ``dtype`` per vector register and the register count of ``target``'s CPU."""
+    bits = vector_bits(target) if str(target.kind.name) == "llvm" else 128
+    element = int(tvm().DataType(dtype).bits)
+    triple = str(target.attrs.get("mtriple", "") or llvm_system_triple())
+    registers = 32 if bits >= 512 or triple.startswith("aarch64") else 16
+    return VectorUnit(max(1, bits // element), registers)
+
+
+@dataclass(frozen=True)
+class Window:
+    """The reduction of a window kernel and the sizes its tile is chosen from."""
+
+    block: Any
+    before: list[Any]  # producers (padding), in order
+    after: list[Any]  # elementwise consumers, in order; the last writes the kernel's output
+    spatial: list[Any]  # loops of the output axes, in order (..., width, channel)
+    reduction: list[Any]
+    width: int
+    channels: int
+    lanes: int  # vector lanes used (the unit's, or fewer when the channels need it)
+    dtype: str
+
+
+def _is_reduction(sch: Any, block: Any) -> bool:
+    reduce = tir().IterVar.CommReduce
+    return any(int(iv.iter_type) == reduce for iv in sch.get(block).iter_vars)
+
+
+def find_window(sch: Any, unit_lanes: int) -> Window:
+    """The kernel's reduction and its surroundings (raises :class:`NotWindow` otherwise)."""
+    _tir = tir()
+    blocks = list(sch.get_child_blocks(get_block(sch, "root")))
+    reductions = [i for i, b in enumerate(blocks) if _is_reduction(sch, b)]
+    if len(reductions) != 1:
+        raise NotWindow(f"{len(reductions)} reduction blocks")
+    index = reductions[0]
+    block = blocks[index]
+    stmt = sch.get(block)
+    if not isinstance(stmt.body, _tir.BufferStore):
+        raise NotWindow("the reduction is not one store")
+    spatial_vars = [iv.var for iv in stmt.iter_vars if int(iv.iter_type) == _tir.IterVar.DataPar]
+    indices = list(stmt.body.indices)
+    if len(indices) != 4 or len(spatial_vars) != 4:
+        raise NotWindow("the output is not a 4-D (NHWC) tensor")
+    if not all(
+        isinstance(i, _tir.Var) and i.same_as(v) for i, v in zip(indices, spatial_vars, strict=True)
+    ):
+        raise NotWindow("the output is not indexed by its spatial axes in order")
+    dtype = str(stmt.body.buffer.dtype)
+    if not dtype.startswith("float"):
+        raise NotWindow("not a floating-point reduction")
+    loops = list(sch.get_loops(block))
+    if len(loops) != len(stmt.iter_vars):
+        raise NotWindow("the block is not directly under its own loops")
+    kinds = [int(iv.iter_type) for iv in stmt.iter_vars]
+    spatial = [lp for lp, k in zip(loops, kinds, strict=True) if k == _tir.IterVar.DataPar]
+    reduction = [lp for lp, k in zip(loops, kinds, strict=True) if k != _tir.IterVar.DataPar]
+    if kinds != sorted(kinds):
+        raise NotWindow("reduction loops are not innermost")
+    width = int(sch.get(spatial[-2]).extent)
+    channels = int(sch.get(spatial[-1]).extent)
+    lanes = next((w for w in (unit_lanes, 8, 4) if w <= unit_lanes and channels % w == 0), 0)
+    if not lanes:
+        raise NotWindow("the channels are not a multiple of 4")
+    for other in blocks[:index] + blocks[index + 1 :]:
+        if _is_reduction(sch, other):
+            raise NotWindow("another reduction")
+    return Window(
+        block, blocks[:index], blocks[index + 1 :], spatial, reduction, width, channels, lanes,
+        dtype,
+    )  # fmt: skip
+
+
+def _divisors(n: int, cap: int) -> list[int]:
+    return [d for d in range(1, min(n, cap) + 1) if n % d == 0]
+
+
+def tile_choices(window: Window) -> tuple[list[int], list[int]]:
+    """The row blocks and channel vectors the tile is sampled from (divisors of the extents)."""
+    return _divisors(window.width, MAX_ROWS), _divisors(
+        window.channels // window.lanes, MAX_VECTORS
+    )
+
+
+def fits_registers(rows: int, vectors: int, registers: int) -> bool:
+    """Whether ``rows x vectors`` accumulators, the weight vectors and a broadcast fit."""
+    return rows * vectors + vectors + 1 <= registers
+
+
+def rule_tile(window: Window, registers: int) -> tuple[int, int]:
+    """The default tile: most accumulators that fit the registers, ties to more vectors."""
+    rows, vectors = tile_choices(window)
+    fits = [(m, v) for m in rows for v in vectors if fits_registers(m, v, registers)]
+    return max(fits, key=lambda mv: (mv[0] * mv[1], mv[1]))
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """Chosen sizes (the default build); ``None`` leaves a size to MetaSchedule's sampling."""
+
+    rows: int
+    vectors: int
+    unroll: int = 1
+
+
+def schedule_window(sch: Any, unit: VectorUnit, decisions: Decisions | None = None) -> None:
+    """Apply the direct-convolution structure to ``sch`` (one PrimFunc ``main``) in place."""
+    window = find_window(sch, unit.lanes)
+    lanes = window.lanes
+    producers = []
+    for block in window.before:
+        if _is_copy(sch, block):
+            sch.compute_inline(block)  # padding by zero pixels
+        else:
+            producers.append(block)
+    for block in window.after[:-1]:
+        try:
+            sch.compute_inline(block)
+        except Exception as err:  # noqa: BLE001 - TVM's ScheduleError
+            raise NotWindow(f"an epilogue cannot be inlined: {type(err).__name__}") from None
+    rows, vectors = tile_choices(window)
+    chosen = decisions or Decisions(*rule_tile(window, unit.registers))
+    mr = sch.sample_categorical(
+        rows, [1.0 / len(rows)] * len(rows), decision=rows.index(chosen.rows) if decisions else None
+    )
+    nv = sch.sample_categorical(
+        vectors,
+        [1.0 / len(vectors)] * len(vectors),
+        decision=vectors.index(chosen.vectors) if decisions else None,
+    )
+    *outer_axes, x, f = window.spatial
+    xo, xi = sch.split(x, [None, mr])
+    fo, fv, fl = sch.split(f, [None, nv, lanes])
+    red = list(window.reduction)
+    inner = red[-1]
+    extent = int(sch.get(inner).extent)
+    tile = sch.sample_perfect_tile(
+        inner,
+        n=2,
+        max_innermost_factor=MAX_UNROLL,
+        decision=[extent // chosen.unroll, chosen.unroll] if decisions else None,
+    )
+    ro, ri = sch.split(inner, tile)
+    sch.reorder(fo, *outer_axes, xo, *red[:-1], ro, ri, xi, fv, fl)
+    outer = sch.fuse(fo, *outer_axes, xo)
+    sch.parallel(outer)
+    write = sch.cache_write(window.block, 0, "local")
+    if window.after:
+        try:
+            sch.reverse_compute_inline(window.after[-1])
+        except Exception as err:  # noqa: BLE001 - TVM's ScheduleError
+            raise NotWindow(f"the epilogue cannot follow the tile: {type(err).__name__}") from None
+    sch.reverse_compute_at(write, outer)
+    sch.unroll(ri)
+    sch.unroll(xi)
+    sch.unroll(fv)
+    sch.vectorize(fl)
+    first_reduction = red[0] if len(red) > 1 else ro
+    init = sch.decompose_reduction(window.block, first_reduction)
+    sch.vectorize(sch.get_loops(init)[-1])
+    _, lane = sch.split(sch.get_loops(write)[-1], [None, lanes])
+    sch.vectorize(lane)
+    for block in producers:
+        _parallel_vectorised(sch, block, lanes)
+
+
+def _is_copy(sch: Any, block: Any) -> bool:
+    body = sch.get(block).body
+    return isinstance(body, tir().BufferStore) and buffer_load(body.value) is not None
+
+
+def _parallel_vectorised(sch: Any, block: Any, lanes: int) -> None:
+    """A producer at the root: its outer loops fused and parallel, its last loop vectorised."""
+    loops = list(sch.get_loops(block))
+    if len(loops) > 1:
+        sch.parallel(sch.fuse(*loops[:-1]))
+    if int(sch.get(loops[-1]).extent) % lanes == 0:
+        _, lane = sch.split(loops[-1], [None, lanes])
+        sch.vectorize(lane)

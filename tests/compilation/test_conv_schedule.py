@@ -1,0 +1,98 @@
+"""The direct-convolution schedule: the kernels it takes, the tile its rule picks, and a small
+depthwise-separable network built with it (scheduled, weights packed at build time, right)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from model_support import mobilenet_v1
+
+from mlc_jupyter.compilation import build_module
+from mlc_jupyter.compilation.conv_schedule import (
+    NotWindow,
+    Window,
+    find_window,
+    fits_registers,
+    rule_tile,
+)
+from mlc_jupyter.compilation.default_schedule import PACKED_SUFFIX, PACKING_SUFFIX
+from mlc_jupyter.models import import_model
+from mlc_jupyter.tvm_compat import PrimFunc, Schedule, param_buffers, tvm
+
+
+@pytest.fixture(scope="module")
+def net():
+    model = mobilenet_v1(0.25)
+    x = torch.randn(1, 3, 64, 64, generator=torch.Generator().manual_seed(1))
+    return model, x, build_module(import_model(model, x), persist=False)
+
+
+def _kernels(mod):
+    return {gv.name_hint: f for gv, f in mod.functions_items() if isinstance(f, PrimFunc())}
+
+
+def test_every_convolution_and_pooling_kernel_gets_the_register_tile(net):
+    kernels = _kernels(net[2].mod)
+    windows = [n for n in kernels if "conv2d" in n or n.startswith("mean")]
+    assert len(windows) > 10
+    for name in windows:
+        text = kernels[name].script()
+        assert "T.parallel" in text and "T.vectorized" in text and "T.unroll" in text, name
+        assert 'scope="local"' in text, name  # the accumulators of the tile
+
+
+def test_the_weights_are_packed_once_at_build_time(net):
+    kernels = _kernels(net[2].mod)
+    convs = [n for n in kernels if "conv2d" in n]
+    assert all(n.endswith(PACKED_SUFFIX) for n in convs)
+    assert not any(PACKING_SUFFIX in n for n in kernels)  # run at build time, then dropped
+    assert PACKING_SUFFIX not in net[2].mod["main"].script(show_meta=False)
+    for name in convs:
+        text = kernels[name].script()
+        assert "layout_rewrite_preproc" not in text, name
+        # the weight comes in panels, [channel blocks, kh, kw, input channels, vectors, lanes]
+        # (unit axes dropped), under the name of the packed copy RewriteLayout made
+        weight = next(b for b in param_buffers(kernels[name]) if str(b.name).endswith("_global"))
+        assert int(weight.shape[-1]) in (4, 8, 16), name
+
+
+def test_the_network_agrees_with_pytorch(net):
+    model, x, built = net
+    with torch.no_grad():
+        expected = model(x).numpy()
+    assert np.abs(expected).max() > 0.1  # activations that did not vanish
+    np.testing.assert_allclose(np.asarray(built(x.numpy())), expected, rtol=1e-4, atol=1e-4)
+
+
+def _window(width, channels, lanes):
+    return Window(None, [], [], [], [], width, channels, lanes, "float32")
+
+
+@pytest.mark.parametrize(
+    ("width", "channels", "lanes", "registers", "tile"),
+    [
+        (56, 64, 16, 32, (14, 2)),  # ResNet-18's first stage, AVX-512
+        (7, 512, 16, 32, (7, 2)),  # its last stage
+        (1, 512, 16, 32, (1, 4)),  # the mean over H and W
+        (56, 64, 8, 16, (14, 1)),  # AVX2: 16 registers
+    ],
+)
+def test_the_rule_takes_the_largest_tile_that_fits_the_registers(
+    width, channels, lanes, registers, tile
+):
+    assert rule_tile(_window(width, channels, lanes), registers) == tile
+    assert fits_registers(*tile, registers)
+    assert not fits_registers(tile[0] + 1, tile[1], registers) or width % (tile[0] + 1)
+
+
+def test_a_matmul_is_not_a_window_kernel():
+    from tvm import te
+
+    a = te.placeholder((64, 64), name="A")
+    b = te.placeholder((64, 64), name="B")
+    k = te.reduce_axis((0, 64), name="k")
+    c = te.compute((64, 64), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    mod = tvm().IRModule({"main": te.create_prim_func([a, b, c])})
+    with pytest.raises(NotWindow, match="not a 4-D"):
+        find_window(Schedule(mod), 16)
