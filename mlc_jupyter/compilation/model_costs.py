@@ -35,6 +35,21 @@ def kernel_calls(mod: Any) -> dict[str, int]:
     return calls
 
 
+def calls_externs(mod: Any) -> bool:
+    """True when a Relax function of ``mod`` calls a function outside it (``call_dps_packed``
+    of a registered function): work no FLOP count of its kernels can see."""
+    found = False
+
+    def visit(expr: Any) -> None:
+        nonlocal found
+        found = found or relax_expr_kind(expr) == "extern"
+
+    for _, func in mod.functions_items():
+        if isinstance(func, relax_function_type()):
+            tvm().relax.analysis.post_order_visit(func.body, visit)
+    return found
+
+
 def _tensor_size(expr: Any) -> tuple[int, int]:
     """Elements and bytes of a tensor-typed expression (``(0, 0)`` for anything else)."""
     dims, dtype = tensor_shape_dtype(expr)

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..compilation import build_module, wait_for_saved_builds
 from ..compilation.cached_build import Built
-from ..compilation.model_costs import kernel_calls, main_bytes
+from ..compilation.model_costs import calls_externs, kernel_calls, main_bytes
 from ..tvm_compat import IRModule, PrimFunc, estimate_tir_flops, param_buffers, tvm
 from .inputs import random_inputs
 
@@ -106,8 +106,11 @@ def estimate_flops(mod: Any, name: str) -> float | None:
 
 def model_flops(mod: Any) -> float | None:
     """FLOPs of one call of a Relax module's ``main``: each kernel's estimate times its calls
-    (kernels TVM cannot estimate, copies and reshapes, count none)."""
+    (kernels TVM cannot estimate, copies and reshapes, count none); ``None`` when ``main`` also
+    calls functions outside the module (their work cannot be counted)."""
     try:
+        if calls_externs(mod):
+            return None
         calls = kernel_calls(mod)
     except Exception:  # noqa: BLE001 - not a Relax module with kernels: unknown
         return None

@@ -118,3 +118,37 @@ def test_a_large_spread_warns_only_when_it_makes_the_ranking_uncertain():
 def test_timing_a_cuda_build_without_a_gpu_says_no_gpu_is_present():
     with pytest.raises(NoGPUError, match="no GPU is present"):
         time_module(vector_add_gpu(), "cuda")
+
+
+MIXTURE = """
+@tvm.script.ir_module
+class Mixture:
+    @T.prim_func
+    def double(X: T.Buffer((4,), "float32"), Y: T.Buffer((4,), "float32")):
+        for i in range(4):
+            with T.block("Y"):
+                vi = T.axis.remap("S", [i])
+                Y[vi] = X[vi] * T.float32(2)
+
+    @R.function
+    def main(x: R.Tensor((4,), "float32")):
+        with R.dataflow():
+            a = R.call_tir(Mixture.double, (x,), R.Tensor((4,), dtype="float32"))
+            b = R.call_dps_packed("env.relu", (a,), R.Tensor((4,), dtype="float32"))
+            R.output(b)
+        return b
+"""
+
+
+def test_a_models_flops_are_its_kernels_unless_it_calls_outside_functions():
+    from mlc_jupyter import parse_relax
+    from mlc_jupyter.measure.timer import model_flops
+
+    mixture = parse_relax(MIXTURE)
+    assert model_flops(mixture) is None  # env.relu's work cannot be counted: no GFLOP/s
+    only_tir = parse_relax(
+        MIXTURE.replace('R.call_dps_packed("env.relu"', "R.call_tir(Mixture.double")
+    )
+    assert model_flops(only_tir) == 2 * model_flops(parse_relax(MIXTURE.replace(
+        '            b = R.call_dps_packed("env.relu", (a,), R.Tensor((4,), dtype="float32"))\n',
+        "            b = a\n")))  # fmt: skip
