@@ -8,6 +8,7 @@ test_book.py); everything else is the book's plain Python, typed as the book typ
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from course_support import listing, run_listing
 from IPython.utils.capture import capture_output
 
@@ -316,3 +317,44 @@ def test_the_books_tune_tir_shows_the_live_progress_of_mlc_tune(shell, tmp_path)
         assert progress_view() is None  # off: the shims tune silently, as in a script
     finally:
         shell.run_line_magic("mlc_course", "on")
+
+
+@pytest.mark.slow
+def test_in_a_real_kernel_plain_cell_modules_get_the_magics_checks_and_errata_are_named(tmp_path):
+    """TVMScript classes in plain cells need a real kernel (the test shell's __main__ is
+    pytest's): a loop-extent mismatch and an out-of-bounds build, each at its cell line."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    header = "import tvm\nfrom tvm.script import tir as T\n\n@tvm.script.ir_module\nclass M:\n"
+    body = (
+        "    @T.prim_func\n"
+        '    def main(A: T.Buffer((128,), "float32"), B: T.Buffer((128,), "float32")):\n'
+        "        for i in range(EXTENT):\n"
+        '            with T.block("B"):\n'
+        "                vi = T.axis.spatial(128, i)\n"
+        "                B[vi] = A[INDEX]\n"
+    )
+    cells = [
+        "%load_ext mlc_jupyter",
+        header + body.replace("EXTENT", "127").replace("INDEX", "vi"),
+        header
+        + body.replace("EXTENT", "128").replace("INDEX", "vi + 1")
+        + 'lib = tvm.build(M, target="llvm")\n',
+        "sch = tvm.tir.Schedule(M)\nIPython.display.HTML(code2html(sch.mod.script())))\n",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    client = NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(tmp_path)}})  # fmt: skip
+    client.execute()
+    errors = [
+        (o.ename, "\n".join(o.traceback))
+        for c in nb.cells[1:]
+        for o in c.outputs
+        if o.output_type == "error"
+    ]
+    assert [e for e, _ in errors] == ["LoopExtentError", "OutOfBoundsError", "TVMScriptError"]
+    assert 'line 10, column 17: block "B" in M.main: iterator vi has domain 128' in errors[0][1]
+    assert "line 12, column 7: main: A[vi + 1] goes out of bounds at In [3] line 11" in errors[1][1]
+    assert "a known erratum of the printed book (section 4.3)" in errors[2][1]
+    assert all("Traceback" not in text for _, text in errors)
