@@ -311,6 +311,8 @@ def _ticks(canvas: _Canvas) -> list[str]:
 
 def limits_text(limits: MachineLimits) -> str:
     """This machine's limits as a small table, with where they are cached and how to redo them."""
+    if limits.is_gpu:
+        return _gpu_limits_text(limits)
     widths = sorted({b for w in limits.peak_gflops.values() for b in w})
     head = "cores  " + "  ".join(f"{b}-bit".rjust(9) for b in widths) + "   bandwidth"
     lines = [f"{limits.machine}", "fp32 peak, GFLOP/s by vector width:", head]
@@ -327,6 +329,18 @@ def limits_text(limits: MachineLimits) -> str:
             "run %mlc_machine --refresh on a quiet machine"
         )
     return "\n".join(lines)
+
+
+def _gpu_limits_text(limits: MachineLimits) -> str:
+    """A GPU's three figures (one device: no core counts or vector widths)."""
+    how = "read from the cache" if limits.cached else f"measured in {limits.seconds:.1f} s"
+    return "\n".join([
+        limits.machine,
+        f"fp32 FMA peak:        {limits.peak() or 0:10.1f} GFLOP/s",
+        f"tensor cores (fp16 mma.sync, fp32 accumulate): {limits.tensor_gflops or 0:.1f} GFLOP/s",
+        f"memory bandwidth:     {limits.bandwidth() or 0:10.1f} GB/s",
+        f"measured {limits.measured_at} ({how}); cached in {limits.path}",
+    ])  # fmt: skip
 
 
 def limits_bundle(limits: MachineLimits) -> dict[str, str]:

@@ -19,7 +19,8 @@ from ..compilation.cached_build import Built
 from ..compilation.call import prepare, require_device_here
 from ..compilation.remote import RemoteModules, rpc_for
 from ..errors import MLCError, RemoteError, TimingError
-from .machine import MachineLimits, cpu_limits, kernel_cores
+from .gpu_limits import device_limits
+from .machine import MachineLimits, kernel_cores
 from .race import (
     Contender,
     TorchPlacement,
@@ -136,7 +137,9 @@ def time_functions(
         for t in timings
     ]
     # the limits are this machine's: none for variants timed on an RPC server
-    limits = None if spec is not None else cpu_limits(first.target, [p.dtype for p in sig.params])
+    limits = (
+        None if spec is not None else device_limits(first.target, [p.dtype for p in sig.params])
+    )
     report = _finish(timings, notes)
     return dataclasses.replace(report, limits=limits, cores=kernel_cores(first.target))
 

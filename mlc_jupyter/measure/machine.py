@@ -93,6 +93,12 @@ class MachineLimits:
     path: str = ""
     cached: bool = False
     quiet: bool = True
+    #: a GPU's fp16 tensor-core peak (``mma.sync``, fp32 accumulation); ``None`` for a CPU
+    tensor_gflops: float | None = None
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.tensor_gflops is not None
 
     def _nearest(self, table: dict[int, Any], cores: int | None) -> Any:
         if not table:
@@ -161,9 +167,10 @@ def kernel_cores(target: Any = None) -> int:
     return int(os.environ.get("TVM_NUM_THREADS") or os.cpu_count() or 1)
 
 
-def cached_machine_limits() -> MachineLimits | None:
-    """The cached limits of this machine, without measuring (``None`` when never measured)."""
-    key = machine_key()
+def cached_machine_limits(key: str | None = None) -> MachineLimits | None:
+    """The cached limits of this machine (or of the device ``key`` names: a GPU's), without
+    measuring (``None`` when never measured)."""
+    key = key or machine_key()
     if key in _MEMO:
         return _MEMO[key]
     entry = _read_cache().get(key)
@@ -183,6 +190,7 @@ def cached_machine_limits() -> MachineLimits | None:
             path=str(machine_limits_path()),
             cached=True,
             quiet=bool(entry.get("quiet", False)),
+            tensor_gflops=entry.get("tensor_gflops"),
         )
     except (KeyError, TypeError, ValueError):
         return None  # an entry from another version of this file: measure again
@@ -383,6 +391,13 @@ def _read_cache() -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def remember_limits(limits: MachineLimits) -> None:
+    """Cache ``limits`` (a device's, measured elsewhere) beside this machine's."""
+    with _LOCK:
+        _write_cache(limits)
+        _MEMO[limits.machine] = limits
+
+
 def _write_cache(limits: MachineLimits) -> None:
     data = _read_cache()
     data[limits.machine] = {
@@ -396,6 +411,8 @@ def _write_cache(limits: MachineLimits) -> None:
         "seconds": round(limits.seconds, 3),
         "quiet": limits.quiet,
     }
+    if limits.tensor_gflops is not None:
+        data[limits.machine]["tensor_gflops"] = round(limits.tensor_gflops, 2)
     path = machine_limits_path()
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=1, sort_keys=True))

@@ -8,7 +8,8 @@ from typing import Any
 from ..compilation import resolve_target
 from ..errors import MLCError
 from ..measure import time_module
-from ..measure.machine import cpu_limits, kernel_cores
+from ..measure.gpu_limits import device_limits
+from ..measure.machine import kernel_cores
 from ..measure.timer import argument_dtypes
 
 
@@ -44,7 +45,7 @@ def time_replayed(
     except MLCError as err:
         return TraceTiming(dict(decisions), None, None, None, str(err), trace, mod)
     resolved = resolve_target(target)
-    limits = cpu_limits(resolved, argument_dtypes(mod))
+    limits = device_limits(resolved, argument_dtypes(mod))
     peak = limits.peak(kernel_cores(resolved)) if limits else None
     return TraceTiming(
         dict(decisions), t.median_s, t.gflops, t.correct, t.error or "", trace, mod,

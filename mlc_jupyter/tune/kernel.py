@@ -28,7 +28,7 @@ from ..compilation.bounds import check_bounds
 from ..compilation.intrinsics import load_tensor_intrinsics
 from ..errors import TuneError, error_reason
 from ..measure import estimate_flops
-from ..measure.machine import cpu_limits
+from ..measure.gpu_limits import device_limits
 from ..measure.timer import argument_bytes, argument_dtypes
 from ..tvm_compat import (
     METASCHEDULE_LOGGER,
@@ -151,7 +151,7 @@ def _prepare(
 def _peak_gflops(target: Any, tasks: Tasks) -> float | None:
     """This machine's fp32 peak for the target's cores (measured once per machine, cached);
     ``None`` for GPU targets and kernels on other data than fp32."""
-    limits = cpu_limits(target, [d for mod in tasks.mods for d in argument_dtypes(mod)])
+    limits = device_limits(target, [d for mod in tasks.mods for d in argument_dtypes(mod)])
     return limits.peak(target_cores(target)) if limits else None
 
 

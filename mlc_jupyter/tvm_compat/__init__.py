@@ -29,6 +29,7 @@ from .build import (
     BOUND_CHECK_MESSAGE,
     CUDA_COMPILE_MODE_VAR,
     DISABLE_VECTORIZE_OPTION,
+    PTX_MMA,
     compile,  # noqa: A004 - mirrors tvm.compile
     host_cpu,
     instrument_bound_checkers,
@@ -150,6 +151,7 @@ __all__ = [
     "LOADER_RUNTIME",
     "METASCHEDULE_LOGGER",
     "NOALIAS_ATTR",
+    "PTX_MMA",
     "SCHEDULE_ERROR_OBJECT_REF",
     "TIR_SCRIPT_NAMESPACE",
     "IRModule",

@@ -78,6 +78,10 @@ def llvm_system_triple() -> str:
     return str(codegen.llvm_get_system_triple())
 
 
+#: How TVMScript spells PTX's warp-level ``mma.sync`` (``T.ptx_mma`` before 0.27): a GPU's
+#: tensor-core peak is measured with it (``measure/gpu_limits.py``).
+PTX_MMA = "T.ptx_legacy.mma"
+
 #: What TVM 0.27's CUDA module factory needs to compile a kernel when a GPU is present: the
 #: ``tvm_callback_cuda_compile`` global registered by ``tvm.support.nvcc`` (``tvm.contrib.nvcc``
 #: in the course), which uses NVRTC (the ``cuda-bindings`` package) unless this variable says nvcc.

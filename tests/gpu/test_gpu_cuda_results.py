@@ -69,3 +69,29 @@ def test_resnet18_imported_builds_for_cuda_and_matches_pytorch(shell):
     report = shell.run_line_magic("mlc_time", "rn_m_lib --repeat 3 -o")
     row = report["rn_m_lib"]
     assert row.correct is True and row.median_s, row
+
+
+def test_mlc_machine_measures_the_gpus_limits_and_mlc_time_reports_a_share_of_them(shell, tuned):
+    limits = shell.run_line_magic("mlc_machine", "--target cuda -o")
+    assert limits.is_gpu and limits.peak() > 1000 and limits.bandwidth() > 100
+    assert limits.tensor_gflops > limits.peak()  # tensor cores outrun the FMA units
+    again = shell.run_line_magic("mlc_machine", "--target cuda -o")
+    assert again.cached and again.peak() == limits.peak()
+    shell.user_ns["MM_tuned"] = tuned
+    report = shell.run_line_magic("mlc_time", 'MM_tuned --ref "A @ B" -o')
+    assert report.limits is not None and 0 < report.peak_fraction(report["MM_tuned"]) < 1.5
+
+
+def test_an_imported_model_tunes_for_cuda_kernel_by_kernel_and_is_timed(tmp_path):
+    import torch
+    from model_support import mlp
+
+    from mlc_jupyter.measure import time_functions
+    from mlc_jupyter.models import import_model
+    from mlc_jupyter.tune import tune
+
+    imported = import_model(mlp(), (torch.randn(1, 784),))
+    result = tune(imported, "cuda", trials=16, work_dir=tmp_path)
+    assert result.kind == "model" and result.target.kind.name == "cuda"
+    report = time_functions({"mlp_tuned": result}, torch_compile=False)
+    assert report["mlp_tuned"].correct is True and report["mlp_tuned"].device == "cuda:0"
