@@ -20,7 +20,13 @@ GPU_MODULES = ("cuda", "rocm")
 MODULES_OF_KIND = {"llvm": CPU_MODULES, "cuda": ("cuda",)}
 
 
-def load_tensor_intrinsics(target_kind: str) -> None:
-    """Import the tensor intrinsics of ``target_kind`` (only its own for ``llvm`` and ``cuda``)."""
+def load_tensor_intrinsics(target_kind: str, tensor_cores: bool = True) -> None:
+    """Import the tensor intrinsics of ``target_kind`` (only its own for ``llvm`` and ``cuda``).
+
+    ``tensor_cores=False`` for a ``cuda`` target whose spaces use no tensor-core rules: the
+    package is set up empty (importing the CUDA module costs seconds before the first candidate).
+    """
     own = MODULES_OF_KIND.get(target_kind)
-    import_tensor_intrinsics(own or GPU_MODULES, whole=own is None)
+    if target_kind == "cuda" and not tensor_cores:
+        own = ()
+    import_tensor_intrinsics(own if own is not None else GPU_MODULES, whole=own is None)

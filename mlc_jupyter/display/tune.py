@@ -115,6 +115,10 @@ def _best(latency: float | None, gflops: float | None, fraction: float | None) -
     return _latency(latency) + (f" ({', '.join(extra)})" if extra else "")
 
 
+#: How the GPU candidates' compilers are named to the user.
+_COMPILERS = {"nvrtc": "NVRTC (in-process)", "nvcc": "nvcc"}
+
+
 def progress_text(event: TuneProgress) -> str:
     """One line for a terminal: trials, best kernel (latency, GFLOP/s, % of this machine's
     peak), elapsed, and what is left of the budget."""
@@ -126,11 +130,12 @@ def progress_text(event: TuneProgress) -> str:
     )
     budget = f" of {_duration(event.time_budget_s)}" if event.time_budget_s else ""
     left = "at most " if event.time_budget_s and not event.trials_total else "~"
+    compiler = f", compiled with {_COMPILERS.get(event.compiler, event.compiler)}"
     return (
         f"[{event.task}] {trials} trials{_earlier(event.trials_done, event.resumed_from)}, "
         f"best {_best(event.best_latency_s, event.best_gflops, event.peak_fraction)}, "
         f"elapsed {_duration(event.elapsed_s)}{budget}, left {left}{_duration(event.eta_s)}"
-        f"{errors}"
+        f"{errors}{compiler if event.compiler else ''}"
     )
 
 
@@ -246,6 +251,8 @@ def result_text(result: TuneResult) -> str:
     spaces = sorted(set(result.spaces.values()))
     if spaces:
         lines.append(f"  space    {', '.join(spaces)}")
+    if result.compiler:
+        lines.append(f"  compiler {_COMPILERS.get(result.compiler, result.compiler)}")
     lines.append(f"  work dir {result.work_dir}")
     if result.build_errors or result.run_errors:
         lines.append(

@@ -176,6 +176,7 @@ class RecordAndReport(ms.measure_callback.PyMeasureCallback):
             work_dir=self.work_dir,
             peak_fraction=gflops / self.peak_gflops if gflops and self.peak_gflops else None,
             time_budget_s=self.budget.time_s,
+            compiler=self.shared.compiler,
         )
         if self.on_progress is None:
             return

@@ -2,7 +2,7 @@
 in-process workers and a database that resumes.
 
 The search (space, XGBoost cost model, evolutionary search, gradient task scheduler) is
-MetaSchedule's own; only the workers (:mod:`.candidate_builder`, :mod:`.runner`), the record keeping
+MetaSchedule's own, after a first round sampled at random (:mod:`.strategy`); only the workers (:mod:`.candidate_builder`, :mod:`.runner`), the record keeping
 (:mod:`.callback`, :mod:`.records`) and the choice of the result (:mod:`.selection`) are ours.
 :func:`tune_kernel` runs in named steps: prepare the run, set up the shared state, search,
 report. Whole models are tuned kernel by kernel with it (:mod:`.whole_model`); users call
@@ -32,6 +32,7 @@ from ..measure.gpu_limits import device_limits
 from ..measure.timer import argument_bytes, argument_dtypes
 from ..tvm_compat import (
     METASCHEDULE_LOGGER,
+    cuda_compiler,
     fork_seed,
     metaschedule,
     metaschedule_outside_notebook,
@@ -48,8 +49,9 @@ from .run_state import Shared
 from .runner import InProcessRunner
 from .selection import Best, best_schedules
 from .spaces import Spaces, choose_spaces
+from .strategy import RandomFirstRound
 from .tasks import Tasks, assemble_tir, collect_tasks
-from .threads import target_cores, unpin_this_thread
+from .threads import host_cores, target_cores, unpin_this_thread
 from .timing import baseline_timing, final_timing, time_remote
 
 LOG_NAME = "tune.log"
@@ -86,12 +88,16 @@ class _Run:
         return max(0, self.budget.trials - self.measured.count)
 
 
-def default_per_iter(remaining: int) -> int:
-    """Candidates per round: MetaSchedule's 64 for large budgets, fewer for small ones.
+def default_per_iter(remaining: int, gpu: bool = False) -> int:
+    """Candidates per round: MetaSchedule's 64 for large budgets, fewer for small ones on a CPU.
 
     Smaller rounds for large budgets were slower and found worse kernels (docs/DEVELOPING.md,
-    "Tuning rounds"); small budgets get at least ``MIN_ROUNDS`` rounds.
+    "Tuning rounds"); small CPU budgets get at least ``MIN_ROUNDS`` rounds. A GPU round always
+    takes 64: its search costs the same host time whatever the round's size and far more than
+    compiling and timing its candidates, so smaller rounds multiply the search per candidate.
     """
+    if gpu:
+        return max(1, min(MAX_PER_ITER, remaining))
     return min(MAX_PER_ITER, max(MIN_PER_ITER, remaining // MIN_ROUNDS))
 
 
@@ -112,11 +118,14 @@ def tune_kernel(
     """
     run = _prepare(mod, target, budget, work_dir, fresh, search.space, search.rpc)
     unpin_this_thread()
-    load_tensor_intrinsics(str(run.target.kind.name))
+    load_tensor_intrinsics(str(run.target.kind.name), run.spaces.tensor_intrinsics)
     shared = _shared_state(run.measured)
     if run.budget.time_s is not None:
         shared.deadline = perf_counter() + run.budget.time_s
-    per_iter = search.per_iter or default_per_iter(run.remaining)
+    if str(run.target.kind.name) == "cuda" and run.rpc is None:
+        shared.compiler = cuda_compiler()
+    gpu = str(run.target.kind.name) != "llvm"
+    per_iter = search.per_iter or default_per_iter(run.remaining, gpu)
     callback = RecordAndReport(
         shared, run.database, run.budget, run.measured.count, search.on_progress,
         str(run.log_path), str(run.work), run.measured.curves, run.peak_gflops, per_iter,
@@ -172,7 +181,10 @@ def _search(run: _Run, shared: Shared, callback: Any, per_iter: int, seed: int |
     if run.rpc:
         runner = make_rpc_runner(run.rpc)
     else:
-        runner = InProcessRunner(shared, device_for(run.target), target_cores(run.target))
+        runner = InProcessRunner(
+            shared, device_for(run.target), target_cores(run.target),
+            compile_cores=host_cores(run.target),
+        )  # fmt: skip
     contexts = _task_contexts(run.tasks, run.target, run.work, run.spaces, seed)
     with _logs_to_file(run.log_path):
         try:
@@ -187,7 +199,7 @@ def _search(run: _Run, shared: Shared, callback: Any, per_iter: int, seed: int |
                     builder=builder,
                     runner=runner,
                     database=run.database,
-                    cost_model=ms.cost_model.XGBModel(num_tuning_cores=target_cores(run.target)),
+                    cost_model=ms.cost_model.XGBModel(num_tuning_cores=host_cores(run.target)),
                     measure_callbacks=[callback, ms.measure_callback.UpdateCostModel()],
                     task_scheduler="gradient",
                 )
@@ -226,11 +238,11 @@ def _task_contexts(
                 mod=mod,
                 target=target,
                 space_generator=space,
-                search_strategy="evolutionary",
+                search_strategy=RandomFirstRound(),
                 task_name=name,
                 logger=logger,
                 rand_state=rand,
-                num_threads=target_cores(target),
+                num_threads=host_cores(target),
             ).clone()
         )
     return contexts
@@ -356,4 +368,5 @@ def _result(
         if tasks.kind == "tir" and len(tasks.mods) == 1
         else None,
         time_budget_s=run.budget.time_s,
+        compiler=shared.compiler,
     )

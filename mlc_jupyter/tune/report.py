@@ -37,6 +37,8 @@ class TuneProgress:
     work_dir: str = ""
     peak_fraction: float | None = None
     time_budget_s: float | None = None
+    #: what compiles GPU candidates to GPU code (``"nvrtc"`` or ``"nvcc"``; ``""`` on a CPU)
+    compiler: str = ""
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,8 @@ class TuneResult:
     #: for a whole model (``kind="model"``): each kernel's share, trials, latency before/after
     model_tasks: tuple[ModelTask, ...] = ()
     notes: tuple[str, ...] = ()
+    #: what compiled the GPU candidates (``"nvrtc"`` or ``"nvcc"``; ``""`` on a CPU)
+    compiler: str = ""
     #: the imported model it came from (its PyTorch original is ``%mlc_time``'s reference)
     origin: Any = field(default=None, compare=False, repr=False)
 

@@ -44,6 +44,7 @@ class Shared:
         self.early_stopped = 0
         self.counter = itertools.count()
         self.tick: Callable[[str], None] | None = None
+        self.compiler = ""  # "nvrtc" or "nvcc" when candidates are GPU kernels
 
     def out_of_time(self) -> bool:
         """The time budget ran out and something was measured: the rest of a batch is skipped

@@ -91,15 +91,25 @@ def _done(run_secs: list[float] | None, error: str | None) -> Any:
 
 @derived_object
 class InProcessRunner(ms.runner.PyRunner):
-    """Time in-memory candidates in this process, reusing argument buffers between candidates."""
+    """Time in-memory candidates in this process, reusing argument buffers between candidates.
+
+    ``cores`` is the measuring thread's pool (a CPU target's ``num-cores``), ``compile_cores``
+    the threads that compile the rest of a batch (every host core for a GPU target).
+    """
 
     def __init__(
-        self, shared: Shared, device: Any, cores: int, budget_s: float = BRIEF_BUDGET_S
+        self,
+        shared: Shared,
+        device: Any,
+        cores: int,
+        budget_s: float = BRIEF_BUDGET_S,
+        compile_cores: int | None = None,
     ) -> None:
         super().__init__()
         self.shared = shared
         self.device = device
         self.cores = cores
+        self.compile_cores = compile_cores or cores
         self.budget_s = budget_s
         self.arg_cache: dict[str, list[Any]] = {}
 
@@ -149,5 +159,5 @@ class InProcessRunner(ms.runner.PyRunner):
                 # compiled now, on every core at once, and all of it before the next
                 # measurement, so that no compile runs beside a kernel being timed.
                 compiled_rest = True
-                compile_all(shared.modules, self.cores, shared.deadline)
+                compile_all(shared.modules, self.compile_cores, shared.deadline)
         return futures

@@ -1,8 +1,11 @@
 """Which design space each tuning task searches.
 
 ``--space default`` gives matmul-like CPU kernels the BLIS-like space of :mod:`.matmul_space`
-(packed operands, register-blocked micro-kernel) and every other kernel MetaSchedule's default
-CPU space; ``metaschedule`` and ``matmul`` force one of them; a schedule function (the course's
+(packed operands, register-blocked micro-kernel), CUDA kernels on fp16 data MetaSchedule's
+tensor-core space (its wmma/mma tiling rules and postprocessors, which it picks by itself only
+for ``sm_80`` and newer), other CUDA kernels MetaSchedule's CUDA rules without the tensor-core
+ones (the same space for them, without the seconds of registering tensor intrinsics before the
+first candidate) and every other kernel MetaSchedule's default space; ``metaschedule`` and ``matmul`` force one of them; a schedule function (the course's
 ``ScheduleFn`` workflow) is used for every task. Records of one space are no answer for another,
 so each choice has its own key in the work dir's name.
 """
@@ -11,10 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..compilation.intrinsics import load_tensor_intrinsics
 from ..errors import TuneError
+from ..measure.timer import argument_dtypes
 from ..tvm_compat import metaschedule
 
 #: What ``--space`` takes besides the name of a schedule function.
@@ -23,6 +29,16 @@ SPACE_NAMES = ("default", "metaschedule", "matmul")
 METASCHEDULE_SPACE = "post-order-apply"
 #: The work-dir key of the matmul space; a new structure of the space gets a new key.
 MATMUL_SPACE_KEY = "matmul-blis-1"
+#: The work-dir key of MetaSchedule's tensor-core space.
+TENSOR_CORE_SPACE_KEY = "cuda-tensorcore-1"
+#: MetaSchedule's name of its CUDA tensor-core rules, postprocessors and mutators.
+TENSOR_CORE_RULES = "cuda-tensorcore"
+#: MetaSchedule's name of its CUDA rules, postprocessors and mutators without tensor cores.
+CUDA_RULES = "cuda"
+#: The first CUDA architecture with tensor cores (wmma).
+TENSOR_CORE_MIN_SM = 70
+#: Data that MetaSchedule's tensor-core rules tile onto tensor cores.
+TENSOR_CORE_DTYPES = frozenset({"float16"})
 
 
 @dataclass
@@ -32,6 +48,8 @@ class Spaces:
     generators: list[Any] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
     key: str = ""
+    #: whether a space may use tensor intrinsics (they must be registered before the search)
+    tensor_intrinsics: bool = True
 
 
 def function_key(func: Any) -> str:
@@ -54,6 +72,33 @@ def _matmul_space(mod: Any, target: Any) -> Any | None:
     return space_generator(mod, target) if is_matmul_like(mod, target) else None
 
 
+def _sm(target: Any) -> int | None:
+    """``sm_90a`` -> 90; ``None`` when the target names no architecture."""
+    digits = re.match(r"sm_(\d+)", str(target.attrs.get("arch", "")))
+    return int(digits.group(1)) if digits else None
+
+
+def uses_tensor_cores(mod: Any, target: Any) -> bool:
+    """Whether ``mod`` is searched in MetaSchedule's tensor-core space on ``target``: a CUDA
+    GPU with tensor cores (``sm_70`` or newer, or no architecture named) and fp16 data."""
+    if str(target.kind.name) != "cuda":
+        return False
+    sm = _sm(target)
+    if sm is not None and sm < TENSOR_CORE_MIN_SM:
+        return False
+    return any(dtype in TENSOR_CORE_DTYPES for dtype in argument_dtypes(mod))
+
+
+def cuda_space(tensor_cores: bool) -> Any:
+    """MetaSchedule's design space with its CUDA rules, postprocessors and mutators, with or
+    without the tensor-core ones."""
+    rules = TENSOR_CORE_RULES if tensor_cores else CUDA_RULES
+    load_tensor_intrinsics("cuda", tensor_cores)  # the rules name the intrinsics they tile onto
+    return metaschedule().space_generator.PostOrderApply(
+        sch_rules=rules, postprocs=rules, mutator_probs=rules
+    )
+
+
 def choose_spaces(mods: list[Any], target: Any, space: Any) -> Spaces:
     """The design space of each task module for ``space`` (a name or a schedule function)."""
     out = Spaces()
@@ -71,6 +116,7 @@ def choose_spaces(mods: list[Any], target: Any, space: Any) -> Spaces:
             f"unknown search space {space!r}",
             hint="--space takes default, metaschedule, matmul or the name of a schedule function",
         )
+    simt = 0  # tasks in the CUDA space without tensor cores
     for mod in mods:
         matmul = None if space == "metaschedule" else _matmul_space(mod, target)
         if space == "matmul" and matmul is None:
@@ -79,7 +125,18 @@ def choose_spaces(mods: list[Any], target: Any, space: Any) -> Spaces:
                 "C[i, j] += A[i, k] * B[k, j] whose columns are whole vectors",
                 hint="use --space default (MetaSchedule's space for other kernels)",
             )
-        out.generators.append(matmul if matmul is not None else METASCHEDULE_SPACE)
-        out.names.append("matmul" if matmul is not None else "metaschedule")
-    out.key = MATMUL_SPACE_KEY if "matmul" in out.names else ""
+        if matmul is not None:
+            out.generators.append(matmul)
+            out.names.append("matmul")
+        elif space == "default" and str(target.kind.name) == "cuda":
+            tensor_cores = uses_tensor_cores(mod, target)
+            out.generators.append(cuda_space(tensor_cores))
+            out.names.append("tensor-core" if tensor_cores else "metaschedule")
+            simt += int(not tensor_cores)
+        else:
+            out.generators.append(METASCHEDULE_SPACE)
+            out.names.append("metaschedule")
+    out.tensor_intrinsics = simt < len(mods)
+    keys = {"matmul": MATMUL_SPACE_KEY, "tensor-core": TENSOR_CORE_SPACE_KEY}
+    out.key = "+".join(keys[name] for name in keys if name in out.names)
     return out

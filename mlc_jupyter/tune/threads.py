@@ -75,3 +75,15 @@ def unpin_this_thread() -> None:
 def target_cores(target: Any) -> int:
     """The ``num-cores`` a CPU target asks for (1 when it does not say)."""
     return int(target.attrs["num-cores"]) if "num-cores" in target.attrs else 1
+
+
+def host_cores(target: Any) -> int:
+    """The host threads that search, train the cost model and compile for ``target``.
+
+    A CPU target's ``num-cores`` (its kernels are measured on those cores); every host core for
+    a GPU target, whose ``num-cores`` says nothing about the host: its search, which lowers
+    each mutant to check it against the GPU's limits, is most of a GPU tune's time.
+    """
+    if str(target.kind.name) == "llvm":
+        return target_cores(target)
+    return os.cpu_count() or 1

@@ -31,6 +31,7 @@ from .build import (
     DISABLE_VECTORIZE_OPTION,
     PTX_MMA,
     compile,  # noqa: A004 - mirrors tvm.compile
+    cuda_compiler,
     host_cpu,
     instrument_bound_checkers,
     link_shared,
@@ -170,6 +171,7 @@ __all__ = [
     "compile",
     "config_thread_pool",
     "course_tir_attr",
+    "cuda_compiler",
     "derived_object",
     "detach_params",
     "dlight",

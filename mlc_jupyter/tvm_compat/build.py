@@ -115,6 +115,17 @@ def prefer_nvcc_without_nvrtc() -> None:
         os.environ[CUDA_COMPILE_MODE_VAR] = "nvcc"
 
 
+def cuda_compiler() -> str:
+    """The compiler TVM turns this process's CUDA kernels into GPU code with: ``"nvrtc"`` or
+    ``"nvcc"``.
+
+    NVRTC (in-process, TVM's default) when ``cuda-bindings`` is installed, else nvcc
+    (:func:`prefer_nvcc_without_nvrtc`, applied here); a user's ``TVM_CUDA_COMPILE_MODE`` wins.
+    """
+    prefer_nvcc_without_nvrtc()
+    return os.environ.get(CUDA_COMPILE_MODE_VAR, "nvrtc").strip().lower() or "nvrtc"
+
+
 def link_shared(output: str, objects: list[str], options: Any = None) -> None:
     """Link object files into a shared library with TVM's compiler driver (``tvm.contrib.cc``
     in the course); raises ``RuntimeError`` with the compiler's output when linking fails."""

@@ -71,3 +71,15 @@ def test_the_curve_has_labelled_axes_and_the_peak_line():
     assert "trials measured</text>" in svg and "best latency</text>" in svg
     assert ">64</text>" in svg  # the x axis ends at the trials asked for
     assert "peak 375.0 us</text>" in svg  # the latency at the machine's peak: 1.5 ms x 25 %
+
+
+def test_a_gpu_tune_says_which_compiler_built_its_candidates():
+    nvrtc = dataclasses.replace(EVENT, compiler="nvrtc")
+    assert "compiled with NVRTC (in-process)" in progress_text(nvrtc)
+    assert "compiled with nvcc" in progress_text(dataclasses.replace(EVENT, compiler="nvcc"))
+    assert "compiled with" not in progress_text(EVENT)  # a CPU tune
+    result = TuneResult(
+        workload=None, mod=None, trace=None, best_latency_s=1e-5, baseline_latency_s=None,
+        target=None, work_dir="/work/dir", n_records=64, compiler="nvcc",
+    )  # fmt: skip
+    assert "  compiler nvcc" in result_text(result).splitlines()
