@@ -65,7 +65,19 @@ class Erratum:
         else:
             shown = " / ".join(fixed[:3]) + (" / ..." if len(fixed) > 3 else "")
             fix = f"the lines should read: {shown}"
-        return f"a known erratum of the printed book (section {self.section}): {self.why}; {fix}"
+        return f"a known erratum of the printed book ({self.where}): {self.why}; {fix}"
+
+    @property
+    def where(self) -> str:
+        """``section 4.3``, or every section that prints the same mistake (a cell typed as
+        printed does not say which of them it came from)."""
+        same = [
+            e.section
+            for e in BOOK_ERRATA
+            if (e.printed, e.corrected) == (self.printed, self.corrected)
+        ]
+        sections = list(dict.fromkeys(same or [self.section]))
+        return ("section " if len(sections) == 1 else "sections ") + ", ".join(sections)
 
 
 #: The book's errata (``003_0efb66a8e9a300ba.txt``, the English MLC book), in book order.

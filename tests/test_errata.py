@@ -26,7 +26,7 @@ def test_a_failure_on_the_printed_line_names_the_erratum_and_shows_the_corrected
     erratum = erratum_at(cell, 2)
     assert erratum is not None and erratum_at(cell, 1) is None
     assert erratum.explain(cell) == (
-        "a known erratum of the printed book (section 4.3): a closing parenthesis too many; "
+        "a known erratum of the printed book (sections 4.3, 4.4.1): a closing parenthesis too many; "
         "the line should read: IPython.display.HTML(code2html(sch.mod.script()))"
     )
 

@@ -188,3 +188,40 @@ def test_chapter_4_tunes_with_the_project_tuner_and_the_book_speedups_hold():
     predictions = _predictions(nb)
     assert set(predictions) >= {"MyModuleWithParams", "MyModuleWithParams2"}, predictions
     assert len(set(predictions.values())) == 1, predictions
+
+
+@pytest.mark.slow
+def test_each_erratum_typed_as_printed_fails_with_a_message_naming_it_and_its_fix(monkeypatch):
+    """The chapters as the book prints them (errata not corrected), run up to their last
+    erratum: each erratum's cell (or, for a function it defines, the next cell, which calls it)
+    fails at the erratum's line, saying it is a known erratum of the printed book and showing
+    the corrected line."""
+    if not _book_present():
+        pytest.skip("the English MLC book (shared/course) is not beside this checkout")
+    import nbformat
+    from nbclient import NotebookClient
+
+    sys.path.insert(0, str(GENERATOR.parent))
+    import book_notebooks
+
+    from mlc_jupyter.errata import BOOK_ERRATA
+
+    monkeypatch.setattr(book_notebooks, "ERRATA", ())
+    printed = book_notebooks.build_all(book_notebooks.BOOK)
+    located = [e for e in BOOK_ERRATA if e.located]
+    for name in sorted({e.notebook for e in located}):
+        nb = nbformat.from_dict(printed[name])
+        fences = [c.metadata.get("mlc_book", {}).get("fence_line") for c in nb.cells]
+        where = {e: fences.index(e.fence_line) for e in located if e.notebook == name}
+        nb.cells = nb.cells[: max(where.values()) + 2]
+        client = NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
+                                resources={"metadata": {"path": tempfile.mkdtemp()}})  # fmt: skip
+        client.execute()
+        for erratum, index in where.items():
+            errors = [ANSI.sub("", "\n".join(o.traceback)) for c in nb.cells[index : index + 2]
+                      for o in c.outputs if o.output_type == "error"]  # fmt: skip
+            assert errors, (name, erratum.fence_line, "no error")
+            text = errors[0]
+            assert f"a known erratum of the printed book ({erratum.where})" in text, text
+            assert "should read" in text or "delete these lines" in text, text
+            assert "Traceback" not in text, text

@@ -266,7 +266,7 @@ def test_a_cell_typed_with_a_printed_erratum_says_it_is_the_books_and_shows_the_
     assert isinstance(result.error_before_exec, TVMScriptError)
     text = captured.stdout
     assert "line 3, column" in text and "unmatched ')'" in text
-    assert "a known erratum of the printed book (section 4.3)" in text
+    assert "a known erratum of the printed book (sections 4.3, 4.4.1)" in text
     assert "the line should read: IPython.display.HTML(code2html(sch.mod.script()))" in text
 
 
@@ -356,5 +356,5 @@ def test_in_a_real_kernel_plain_cell_modules_get_the_magics_checks_and_errata_ar
     assert [e for e, _ in errors] == ["LoopExtentError", "OutOfBoundsError", "TVMScriptError"]
     assert 'line 10, column 17: block "B" in M.main: iterator vi has domain 128' in errors[0][1]
     assert "line 12, column 7: main: A[vi + 1] goes out of bounds at In [3] line 11" in errors[1][1]
-    assert "a known erratum of the printed book (section 4.3)" in errors[2][1]
+    assert "a known erratum of the printed book (sections 4.3, 4.4.1)" in errors[2][1]
     assert all("Traceback" not in text for _, text in errors)
