@@ -198,8 +198,8 @@ def _package_edges(path: Path, modules: set[str]) -> list[tuple[int, str, bool]]
     return edges
 
 
-def import_cycles(*, with_deferred: bool) -> list[tuple[frozenset[str], str]]:
-    """The modules and a readable path (with lines) of each circle of imports found."""
+def import_cycles(*, with_deferred: bool) -> list[str]:
+    """A readable path (module, file and line of each import) of each circle of imports found."""
     paths = {_module(p): p for p in _sources()}
     graph: dict[str, dict[str, int]] = {}
     for name, path in paths.items():
@@ -207,7 +207,8 @@ def import_cycles(*, with_deferred: bool) -> list[tuple[frozenset[str], str]]:
         for line, dst, deferred in _package_edges(path, set(paths)):
             if dst != name and dst in paths and (with_deferred or not deferred):
                 graph[name].setdefault(dst, line)
-    cycles, done = [], set()
+    cycles: list[str] = []
+    done: set[str] = set()
     for start in sorted(graph):
         if start in done:
             continue
@@ -224,7 +225,7 @@ def import_cycles(*, with_deferred: bool) -> list[tuple[frozenset[str], str]]:
                 steps = (
                     f"{a} ({_where(paths[a], graph[a][b])})" for a, b in itertools.pairwise(loop)
                 )
-                cycles.append((frozenset(loop), " -> ".join(steps) + f" -> {nxt}"))
+                cycles.append(" -> ".join(steps) + f" -> {nxt}")
             elif nxt not in done:
                 stack.append((nxt, iter(sorted(graph[nxt]))))
                 on_path.append(nxt)
@@ -379,7 +380,7 @@ def test_outside_the_boundary_modules_are_loaded_by_name_only_from_the_package()
 
 
 def test_no_module_imports_itself_back_at_import_time():
-    cycles = [text for _, text in import_cycles(with_deferred=False)]
+    cycles = import_cycles(with_deferred=False)
     assert not cycles, (
         "modules that import each other at import time (Python runs one of them half-"
         "initialised); move what both need into a third module, or split the one that is two "
@@ -388,7 +389,7 @@ def test_no_module_imports_itself_back_at_import_time():
 
 
 def test_no_function_level_import_closes_a_circle():
-    cycles = [text for _, text in import_cycles(with_deferred=True)]
+    cycles = import_cycles(with_deferred=True)
     assert not cycles, (
         "modules that import each other once function-level imports count (the deferred import "
         "hides the circle; it still means neither module can be understood alone); move what "
@@ -593,7 +594,7 @@ def test_each_check_catches_its_planted_violation(check, message, planted_packag
 def test_the_circle_checks_tell_import_time_from_function_level(planted_package, monkeypatch):
     """The deferred circle is not an import-time one, and a deferred import with a reason passes."""
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", planted_package)
-    import_time = " ".join(text for _, text in import_cycles(with_deferred=False))
+    import_time = " ".join(import_cycles(with_deferred=False))
     assert "planted_a" in import_time and "planted_c" not in import_time
     with pytest.raises(AssertionError) as caught:
         test_every_function_level_import_says_why_it_is_deferred()
