@@ -26,10 +26,10 @@ class _Locates(Protocol):
 
 def prim_funcs(obj: Any) -> Iterator[tuple[str, Any]]:
     """Every ``(name, PrimFunc)`` in ``obj`` (a PrimFunc or an IRModule)."""
-    prim_func = tvm_compat.PrimFunc()
+    prim_func = tvm_compat.prim_func_type()
     if isinstance(obj, prim_func):
         yield "", obj
-    elif isinstance(obj, tvm_compat.IRModule()):
+    elif isinstance(obj, tvm_compat.ir_module_type()):
         for gvar, func in obj.functions_items():
             if isinstance(func, prim_func):
                 yield gvar.name_hint, func

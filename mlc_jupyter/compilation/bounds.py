@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import origins
 from ..errors import OutOfBoundsError
-from ..tvm_compat import IRModule, PrimFunc, check_out_of_bounds, guarded_in_bounds
+from ..tvm_compat import check_out_of_bounds, guarded_in_bounds, ir_module_type, prim_func_type
 from .tir_walk import block_bindings, buffer_accesses
 
 _FINDING = re.compile(
@@ -69,7 +69,7 @@ class OutOfBounds:
 
 
 def _functions(mod: Any) -> list[tuple[str, Any]]:
-    prim_func = PrimFunc()
+    prim_func = prim_func_type()
     return [(gv.name_hint, f) for gv, f in mod.functions_items() if isinstance(f, prim_func)]
 
 
@@ -78,7 +78,7 @@ def _raw_findings(name: str, func: Any) -> list[OutOfBounds]:
 
     A checker failure that is not a finding is left to the build, which reports it better.
     """
-    report = check_out_of_bounds(IRModule()({name: func}))
+    report = check_out_of_bounds(ir_module_type()({name: func}))
     if report:
         found = [m for m in map(_FINDING.search, report.splitlines()) if m]
         return _unguarded(func, [

@@ -10,8 +10,8 @@ from typing import Any
 
 from ..tvm_compat import (
     DISABLE_VECTORIZE_OPTION,
-    PrimFunc,
     instrument_bound_checkers,
+    prim_func_type,
     register_tir_pipeline,
     tir,
     tvm,
@@ -40,7 +40,7 @@ def bound_checked_pipeline() -> str:
     def announce(mod: Any, _ctx: Any) -> Any:
         functions = {}
         for gvar, func in mod.functions_items():
-            if isinstance(func, PrimFunc()):
+            if isinstance(func, prim_func_type()):
                 func = func.with_body(_announce_buffers(func.body))
             functions[gvar] = func
         return _tvm.IRModule(functions, attrs=mod.attrs)

@@ -29,11 +29,11 @@ from typing import Any
 from ..tvm_compat import (
     IS_SCHEDULED_ATTR,
     NOALIAS_ATTR,
-    IRModule,
-    PrimFunc,
     Schedule,
     dlight,
+    ir_module_type,
     metaschedule,
+    prim_func_type,
     relax_bindings,
     relax_expr_kind,
     structural_equal,
@@ -161,7 +161,7 @@ def mark_constant_arguments(mod: Any, before: Any) -> Any:
     out = mod.clone()
     for gv, func in mod.functions_items():
         indices = sorted(constant.get(gv.name_hint, ()))
-        if isinstance(func, PrimFunc()) and indices and gv.name_hint not in known:
+        if isinstance(func, prim_func_type()) and indices and gv.name_hint not in known:
             out.update_func(gv, func.with_attr(LAYOUT_FREE_ATTR, indices))
     return out
 
@@ -183,7 +183,7 @@ def pack_weights(mod: Any) -> Any:
     Remembered per module, like :func:`prepare_model`.
     """
     packs = any(
-        isinstance(f, PrimFunc()) and f.attrs is not None and LAYOUT_FREE_ATTR in f.attrs
+        isinstance(f, prim_func_type()) and f.attrs is not None and LAYOUT_FREE_ATTR in f.attrs
         for _, f in mod.functions_items()
     )
     if not packs:
@@ -215,10 +215,10 @@ def pack_weights(mod: Any) -> Any:
 
 def new_kernels(before: Any, after: Any) -> list[tuple[Any, Any]]:
     """The PrimFuncs of ``after`` that ``before`` did not have (made by legalising), unscheduled."""
-    known = {gv.name_hint for gv, f in before.functions_items() if isinstance(f, PrimFunc())}
+    known = {gv.name_hint for gv, f in before.functions_items() if isinstance(f, prim_func_type())}
     found = []
     for gv, func in after.functions_items():
-        if not isinstance(func, PrimFunc()) or gv.name_hint in known:
+        if not isinstance(func, prim_func_type()) or gv.name_hint in known:
             continue
         if func.attrs is not None and SCHEDULED in func.attrs:
             continue
@@ -277,7 +277,7 @@ def _prepare(mod: Any, target: Any, on_progress: Progress | None) -> Prepared:
 def gpu_schedule(func: Any, target: Any) -> Any | None:
     """dlight's default GPU schedule of one kernel (``None`` when no rule applies)."""
     dl = dlight()
-    mod = IRModule()({"main": func.with_attr("global_symbol", "main")})
+    mod = ir_module_type()({"main": func.with_attr("global_symbol", "main")})
     rules = (dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction())
     try:
         with target:
@@ -316,7 +316,7 @@ def _cpu_schedule(func: Any, target: Any) -> tuple[Any, Any] | None:
     ms = metaschedule()
     load_tensor_intrinsics(str(target.kind.name))
     target = _with_cores(target)
-    task = IRModule()(
+    task = ir_module_type()(
         {"main": func.with_attr("global_symbol", "main").with_attr(NOALIAS_ATTR, True)}
     )
     window = _window_schedule(task, target)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..tvm_compat import (
-    PrimFunc,
+    prim_func_type,
     relax_expr_kind,
     relax_function_result,
     relax_function_type,
@@ -22,7 +22,7 @@ from ..tvm_compat import (
 
 def kernel_calls(mod: Any) -> dict[str, int]:
     """How often the Relax functions of ``mod`` call each of its PrimFuncs."""
-    prims = {gv.name_hint for gv, f in mod.functions_items() if isinstance(f, PrimFunc())}
+    prims = {gv.name_hint for gv, f in mod.functions_items() if isinstance(f, prim_func_type())}
     calls = dict.fromkeys(sorted(prims), 0)
 
     def visit(expr: Any) -> None:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..tvm_compat import IRModule, PrimFunc, tvm
+from ..tvm_compat import ir_module_type, prim_func_type, tvm
 
 _STORE = re.compile(r"^\s*(\w+)\[[^\n]*\]\s*=(?!=)", re.MULTILINE)
 _EXTERN = re.compile(r"T\.call_extern\(\s*\"[^\"]*\",\s*\"(\w+)\"")
@@ -60,12 +60,12 @@ def _dims(shape: Any) -> tuple[int | None, ...]:
     return tuple(out)
 
 
-def as_module(obj: Any) -> IRModule:
+def as_module(obj: Any) -> Any:
     """An ``IRModule`` for a PrimFunc, a Relax function or a module."""
     _tvm = tvm()
-    if isinstance(obj, IRModule()):
+    if isinstance(obj, ir_module_type()):
         return obj
-    if isinstance(obj, PrimFunc()):
+    if isinstance(obj, prim_func_type()):
         name = str((obj.attrs or {}).get("global_symbol", "main")) if obj.attrs else "main"
         return _tvm.IRModule({name: obj.with_attr("global_symbol", name)})
     if isinstance(obj, _tvm.relax.Function):
@@ -99,7 +99,7 @@ def signatures(mod: Any) -> dict[str, Signature]:
                 dims = _dims(shape) if shape is not None else None
                 params.append(Param(var.name, dims, str(getattr(ty, "dtype", ""))))
             found[name] = Signature(name, tuple(params), 0, relax=True)
-        elif not relax_mode and isinstance(func, PrimFunc()):
+        elif not relax_mode and isinstance(func, prim_func_type()):
             params = tuple(Param(p.name, _dims(p.shape), str(p.dtype)) for p in func.params)
             written = set(_STORE.findall(func.script()))
             n_out = 0
@@ -116,7 +116,7 @@ def unbound_gpu_functions(mod: Any) -> list[str]:
     """PrimFuncs with loops but no ``blockIdx`` / ``threadIdx`` binding (0.27 builds them on the host)."""
     names = []
     for gvar, func in mod.functions_items():
-        if not isinstance(func, PrimFunc()):
+        if not isinstance(func, prim_func_type()):
             continue
         text = func.script()
         if ("for " in text or "T.grid" in text) and "Idx." not in text:
@@ -129,7 +129,7 @@ def gpu_bound_functions(mod: Any) -> list[str]:
     return [
         gvar.name_hint
         for gvar, func in mod.functions_items()
-        if isinstance(func, PrimFunc()) and "Idx." in func.script()
+        if isinstance(func, prim_func_type()) and "Idx." in func.script()
     ]
 
 
@@ -137,7 +137,7 @@ def extern_symbols(mod: Any) -> set[str]:
     """Symbols named by ``T.call_extern`` that the module does not bring itself."""
     found: set[str] = set()
     for _, func in mod.functions_items():
-        if isinstance(func, PrimFunc()):
+        if isinstance(func, prim_func_type()):
             text = func.script()
             if "pragma_import" not in text:
                 found |= set(_EXTERN.findall(text))

@@ -27,7 +27,7 @@ from ..tune.options import tuning_target
 from ..tune.records import open_database
 from ..tune.report import TuneResult
 from ..tune.tasks import collect_tasks
-from ..tvm_compat import PrimFunc, Schedule, metaschedule, structural_equal, tvm
+from ..tvm_compat import Schedule, metaschedule, prim_func_type, structural_equal, tvm
 from .progress import progress_view
 
 
@@ -97,9 +97,9 @@ def _normalised(mod: Any) -> Any:
 
 
 def _prim_func(mod: Any) -> Any:
-    if isinstance(mod, PrimFunc()):
+    if isinstance(mod, prim_func_type()):
         return mod
-    funcs = [f for _, f in mod.functions_items() if isinstance(f, PrimFunc())]
+    funcs = [f for _, f in mod.functions_items() if isinstance(f, prim_func_type())]
     if len(funcs) != 1:
         raise TuneError(
             f"compile_tir takes a module with one PrimFunc; this one has {len(funcs)}",

@@ -17,7 +17,7 @@ from ..errors import DeployError
 from ..tune.records import open_database
 from ..tune.report import TuneResult
 from ..tune.tasks import collect_tasks
-from ..tvm_compat import IS_SCHEDULED_ATTR, IRModule
+from ..tvm_compat import IS_SCHEDULED_ATTR, ir_module_type
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def apply_records(prepared: Prepared, dirs: tuple[Path, ...], target: Any) -> Wi
         name = gv.name_hint
         if name not in made:
             continue
-        workload = collect_tasks(IRModule()({name: prepared.fused[name]}), target).mods[0]
+        workload = collect_tasks(ir_module_type()({name: prepared.fused[name]}), target).mods[0]
         for database in databases:
             schedule = database.query_schedule(workload, target, workload_name="main")
             if schedule is None:

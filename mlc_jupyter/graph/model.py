@@ -200,7 +200,7 @@ def function_graph(mod: Any, func_name: str | None = None, fused: str = "auto") 
     relax_function = tvm_compat.relax_function_type()
     if isinstance(mod, relax_function):
         name = str((mod.attrs or {}).get("global_symbol", func_name or "main"))
-        mod, func_name = tvm_compat.IRModule()({name: mod}), name
+        mod, func_name = tvm_compat.ir_module_type()({name: mod}), name
     names = relax_function_names(mod)
     if not names:
         raise ValueError("the module has no Relax function to draw (only TensorIR)")

@@ -14,7 +14,7 @@ from ..cells.parse import ParsedCell
 from ..display.graph import GraphView
 from ..display.ir import ir_bundle, register_formatters
 from ..graph import relax_function_names
-from ..tvm_compat import IRModule, relax_function_type
+from ..tvm_compat import ir_module_type, relax_function_type
 
 
 def _bind(shell: Any, parsed: ParsedCell, rename: str | None) -> tuple[str, Any]:
@@ -65,7 +65,7 @@ class CellMagics(Magics):
         for obj in objects.values():
             if isinstance(obj, relax_function_type()):
                 display(GraphView(obj))
-            elif isinstance(obj, IRModule()):
+            elif isinstance(obj, ir_module_type()):
                 for name in relax_function_names(obj):
                     if "Primitive" not in (obj[name].attrs or {}):
                         display(GraphView(obj, name))

@@ -13,13 +13,13 @@ from IPython.display import display
 from ..display.graph import GraphView
 from ..display.passes import passes_bundle
 from ..passes import run_pass_cell, run_pipeline
-from ..tvm_compat import IRModule, script_namespaces
+from ..tvm_compat import ir_module_type, script_namespaces
 from ..widgets.pass_stepper import PassStepper
 from .lookup import lookup
 
 
 def _check_module(mod: Any, expr: str) -> None:
-    if not isinstance(mod, IRModule()):
+    if not isinstance(mod, ir_module_type()):
         raise UsageError(
             f"%mlc_passes: {expr} is a {type(mod).__name__}, not an IRModule "
             "(passes run on modules: write an @I.ir_module or use a BlockBuilder)"

@@ -10,14 +10,14 @@ from IPython.display import display
 
 from ..display.trace import trace_bundle
 from ..trace import load_trace
-from ..tvm_compat import IRModule, PrimFunc, is_tvm_object
+from ..tvm_compat import ir_module_type, is_tvm_object, prim_func_type
 from ..widgets.trace_replay import TraceReplay
 from .lookup import lookup
 
 
 def _module_candidates(shell: Any) -> list[Any]:
     """The notebook's IRModules and PrimFuncs, newest first (to find a Schedule's module)."""
-    kinds = (IRModule(), PrimFunc())
+    kinds = (ir_module_type(), prim_func_type())
     values = [v for k, v in shell.user_ns.items() if not k.startswith("_") and is_tvm_object(v)]
     return [v for v in reversed(values) if isinstance(v, kinds)]
 

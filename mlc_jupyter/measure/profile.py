@@ -18,7 +18,7 @@ from ..compilation.cached_build import Built
 from ..compilation.call import prepare, relax_vm, to_device
 from ..compilation.default_schedule import PACKED_SUFFIX
 from ..errors import TimingError
-from ..tvm_compat import PrimFunc
+from ..tvm_compat import prim_func_type
 from .reference import is_torch_module
 from .timer import as_built, estimate_flops, model_inputs
 
@@ -151,7 +151,7 @@ def is_relax_model(variant: Any, target: Any = None) -> bool:
 
 
 def _is_prim(func: Any) -> bool:
-    return isinstance(func, PrimFunc())
+    return isinstance(func, prim_func_type())
 
 
 def _flops(built: Built, kernel: str, calls: int) -> float | None:

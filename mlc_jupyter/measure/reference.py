@@ -15,7 +15,7 @@ import numpy as np
 from ..compilation import build_module
 from ..compilation.cached_build import Built
 from ..errors import TimingError
-from ..tvm_compat import IRModule, PrimFunc, is_array, is_tvm_object
+from ..tvm_compat import ir_module_type, is_array, is_tvm_object, prim_func_type
 
 
 class _TorchAsNumpy:
@@ -69,7 +69,7 @@ def reference_outputs(
         if isinstance(ref, str):
             value = expression_function(ref, names, namespace, "numpy")(*inputs)
         elif isinstance(ref, Built) or (
-            is_tvm_object(ref) and isinstance(ref, (IRModule(), PrimFunc()))
+            is_tvm_object(ref) and isinstance(ref, (ir_module_type(), prim_func_type()))
         ):
             built = ref if isinstance(ref, Built) else build_module(ref, target)
             value = built[sig.name if sig.name in built.signatures else None](*inputs)

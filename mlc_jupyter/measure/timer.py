@@ -11,7 +11,7 @@ from typing import Any
 from ..compilation import build_module, wait_for_saved_builds
 from ..compilation.cached_build import Built
 from ..compilation.model_costs import calls_externs, kernel_calls, main_bytes
-from ..tvm_compat import IRModule, PrimFunc, estimate_tir_flops, param_buffers, tvm
+from ..tvm_compat import estimate_tir_flops, ir_module_type, param_buffers, prim_func_type, tvm
 from .inputs import random_inputs
 
 DEFAULT_MIN_REPEAT_MS = 50.0
@@ -96,9 +96,9 @@ def estimate_flops(mod: Any, name: str) -> float | None:
     """TVM's TIR FLOP estimate for function ``name`` (``None`` when it cannot tell)."""
     try:
         func = mod[name]
-        if not isinstance(func, PrimFunc()):
+        if not isinstance(func, prim_func_type()):
             return None
-        flops = estimate_tir_flops(IRModule()({name: func}))
+        flops = estimate_tir_flops(ir_module_type()({name: func}))
     except Exception:  # noqa: BLE001 - the estimator refuses some functions
         return None
     return flops or None
@@ -131,8 +131,8 @@ def argument_bytes(mod: Any, name: str = "main") -> float | None:
     """Bytes the arguments of TensorIR function ``name`` hold: the least memory traffic of a call,
     which over its FLOPs gives the kernel's arithmetic intensity (``None`` when unknown)."""
     try:
-        func = mod[name] if not isinstance(mod, PrimFunc()) else mod
-        if not isinstance(func, PrimFunc()):
+        func = mod[name] if not isinstance(mod, prim_func_type()) else mod
+        if not isinstance(func, prim_func_type()):
             return None
         total = 0
         for buffer in param_buffers(func):
@@ -147,11 +147,11 @@ def argument_bytes(mod: Any, name: str = "main") -> float | None:
 
 def argument_dtypes(mod: Any) -> list[str]:
     """The dtypes of every argument of every TensorIR function in ``mod``."""
-    funcs = [mod] if isinstance(mod, PrimFunc()) else [f for _, f in mod.functions_items()]
+    funcs = [mod] if isinstance(mod, prim_func_type()) else [f for _, f in mod.functions_items()]
     return [
         str(buffer.dtype)
         for func in funcs
-        if isinstance(func, PrimFunc())
+        if isinstance(func, prim_func_type())
         for buffer in param_buffers(func)
     ]
 

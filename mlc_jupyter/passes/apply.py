@@ -114,7 +114,7 @@ def _put_back_schedule(sch: Any, mod: Any) -> Any:
     """Every TensorIR function of the schedule's module that ``mod`` also has, put back."""
     out = mod.clone()
     names = {gv.name_hint for gv in mod.get_global_vars()}
-    prim_func = tvm_compat.PrimFunc()
+    prim_func = tvm_compat.prim_func_type()
     for gv, func in sch.mod.functions_items():
         if isinstance(func, prim_func) and gv.name_hint in names:
             out.update_func(out.get_global_var(gv.name_hint), func)
@@ -126,7 +126,7 @@ def apply_value(value: Any, mod: Any, label: str) -> Applied | None:
 
     ``label`` names the step when the value has no name of its own (the statement's text).
     """
-    if isinstance(value, tvm_compat.IRModule()):
+    if isinstance(value, tvm_compat.ir_module_type()):
         return [(label, value)]
     if isinstance(value, tvm_compat.pass_type()):
         return observe_pass(value, mod)
@@ -140,7 +140,7 @@ def apply_value(value: Any, mod: Any, label: str) -> Applied | None:
             ) from None
     if tvm_compat.is_expr_mutator(value):
         return [(type(value).__name__, rewrite_functions(value, mod))]
-    if isinstance(value, tvm_compat.relax_function_type() | tvm_compat.PrimFunc()):
+    if isinstance(value, tvm_compat.relax_function_type() | tvm_compat.prim_func_type()):
         name = _function_name(value) or _only_relax_function(mod)
         return [(label, replace_function(mod, name, value))]
     if tvm_compat.is_schedule(value):

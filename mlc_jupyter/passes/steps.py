@@ -137,10 +137,10 @@ def _run_statement(stmt: Statement, ns: dict[str, Any], mod: Any, filename: str)
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 value = ns.get(target.id) if isinstance(target, ast.Name) else None
-                if isinstance(value, tvm_compat.IRModule()) and not value.same_as(mod):
+                if isinstance(value, tvm_compat.ir_module_type()) and not value.same_as(mod):
                     return [(target.id, value)]
     current = ns.get("mod")
-    if isinstance(current, tvm_compat.IRModule()) and current is not given:
+    if isinstance(current, tvm_compat.ir_module_type()) and current is not given:
         return [("mod", current)]
     if current is given and _changed_in_place(mod, given):
         return [(label, given)]

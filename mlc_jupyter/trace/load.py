@@ -18,10 +18,10 @@ from ..errors import TraceError, error_reason
 from ..tune import top_records
 from ..tune.report import TuneResult
 from ..tvm_compat import (
-    IRModule,
-    PrimFunc,
     Schedule,
     apply_json_trace,
+    ir_module_type,
+    prim_func_type,
     schedule_type,
     structural_equal,
     trace_type,
@@ -55,10 +55,10 @@ def to_json_value(obj: Any) -> Any:
 
 def as_module(mod: Any) -> Any:
     """An IRModule from an IRModule or a PrimFunc (named ``main``)."""
-    if isinstance(mod, IRModule()):
+    if isinstance(mod, ir_module_type()):
         return mod
-    if isinstance(mod, PrimFunc()):
-        return IRModule()({"main": mod})
+    if isinstance(mod, prim_func_type()):
+        return ir_module_type()({"main": mod})
     raise TraceError(
         f"a trace replays on an IRModule or a PrimFunc, not a {type(mod).__name__}",
         hint="pass the module the schedule was created from with --mod",

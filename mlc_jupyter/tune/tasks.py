@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import TuneError
-from ..tvm_compat import NOALIAS_ATTR, PrimFunc, tvm
+from ..tvm_compat import NOALIAS_ATTR, prim_func_type, tvm
 
 
 @dataclass
@@ -50,7 +50,7 @@ def collect_tasks(mod: Any, target: Any) -> Tasks:
     _tvm = tvm()
     if isinstance(mod, _tvm.relax.Function):
         mod = _tvm.IRModule({"main": mod})
-    if isinstance(mod, PrimFunc()):
+    if isinstance(mod, prim_func_type()):
         mod = _tvm.IRModule({"main": mod})
     if not isinstance(mod, _tvm.IRModule):
         raise TuneError(
@@ -62,7 +62,7 @@ def collect_tasks(mod: Any, target: Any) -> Tasks:
     names, mods, func_names = [], [], []
     functions = {}
     for gv, func in mod.functions_items():
-        if isinstance(func, PrimFunc()):
+        if isinstance(func, prim_func_type()):
             task_mod = _normalise_func(func)
             functions[gv.name_hint] = task_mod["main"]
             names.append(gv.name_hint)

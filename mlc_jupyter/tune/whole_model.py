@@ -35,7 +35,7 @@ from ..compilation.default_schedule import Prepared, has_operators, prepare_mode
 from ..errors import MLCError, TuneError
 from ..measure import profile_kernels, time_functions
 from ..results import ImportedModel
-from ..tvm_compat import IS_SCHEDULED_ATTR, PrimFunc, metaschedule, tvm
+from ..tvm_compat import IS_SCHEDULED_ATTR, metaschedule, prim_func_type, tvm
 from .budget import Budget, budget_for
 from .kernel import tune_kernel
 from .options import SearchOptions, tuning_target, work_dir_for
@@ -194,7 +194,7 @@ def _plan(mod: Any, target: Any, func: str | None, origin: Any, work: Path) -> _
     made = set(prepared.scheduled) | set(prepared.unscheduled)
     for gv, kernel in prepared.mod.functions_items():
         name = gv.name_hint
-        if not isinstance(kernel, PrimFunc()) or (func is not None and name != func):
+        if not isinstance(kernel, prim_func_type()) or (func is not None and name != func):
             continue
         source = prepared.fused[name] if name in made else kernel
         if not _static(source):
@@ -203,7 +203,9 @@ def _plan(mod: Any, target: Any, func: str | None, origin: Any, work: Path) -> _
         plan.tasks.append(_Task(name, source, kernel, prepared.traces.get(name)))
     if func is not None and not any(t.name == func for t in plan.tasks) and not plan.skipped:
         names = sorted(
-            gv.name_hint for gv, f in prepared.mod.functions_items() if isinstance(f, PrimFunc())
+            gv.name_hint
+            for gv, f in prepared.mod.functions_items()
+            if isinstance(f, prim_func_type())
         )
         raise TuneError(
             f"no kernel {func!r} in this model", hint=f"its kernels: {', '.join(names) or 'none'}"

@@ -67,11 +67,13 @@ def is_array(obj: Any) -> bool:
     return isinstance(obj, tvm_ffi.Array)
 
 
-def IRModule() -> type:  # noqa: N802
+def ir_module_type() -> type:
+    """The class of IR modules (``tvm.IRModule``), for ``isinstance``."""
     return tvm().IRModule
 
 
-def PrimFunc() -> type:  # noqa: N802
+def prim_func_type() -> type:
+    """The class of TensorIR functions (``tvm.tir.PrimFunc`` in the course), for ``isinstance``."""
     return tir().PrimFunc
 
 

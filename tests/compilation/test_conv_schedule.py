@@ -18,7 +18,7 @@ from mlc_jupyter.compilation.conv_schedule import (
 )
 from mlc_jupyter.compilation.default_schedule import PACKED_SUFFIX, PACKING_SUFFIX
 from mlc_jupyter.models import import_model
-from mlc_jupyter.tvm_compat import PrimFunc, Schedule, param_buffers, tvm
+from mlc_jupyter.tvm_compat import Schedule, param_buffers, prim_func_type, tvm
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,7 @@ def net():
 
 
 def _kernels(mod):
-    return {gv.name_hint: f for gv, f in mod.functions_items() if isinstance(f, PrimFunc())}
+    return {gv.name_hint: f for gv, f in mod.functions_items() if isinstance(f, prim_func_type())}
 
 
 def test_every_convolution_and_pooling_kernel_gets_the_register_tile(net):

@@ -12,7 +12,7 @@ from mlc_jupyter.compilation import build_module, generated_source
 from mlc_jupyter.compilation.default_schedule import SCHEDULED, has_operators
 from mlc_jupyter.errors import BuildError
 from mlc_jupyter.models import import_model
-from mlc_jupyter.tvm_compat import PrimFunc
+from mlc_jupyter.tvm_compat import prim_func_type
 
 X = torch.randn(1, 784)
 
@@ -23,7 +23,7 @@ def imported():
 
 
 def _kernels(mod):
-    return {gv.name_hint: f for gv, f in mod.functions_items() if isinstance(f, PrimFunc())}
+    return {gv.name_hint: f for gv, f in mod.functions_items() if isinstance(f, prim_func_type())}
 
 
 def test_a_model_build_schedules_every_kernel_its_operators_make(imported):

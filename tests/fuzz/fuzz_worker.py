@@ -97,9 +97,9 @@ def _run(shell: Any, code: str) -> tuple[bool, str, str]:
 
 def _modules(shell: Any, before: set[str]) -> list[str]:
     """Names the cell bound that hold something buildable."""
-    from mlc_jupyter.tvm_compat import IRModule, PrimFunc
+    from mlc_jupyter.tvm_compat import ir_module_type, prim_func_type
 
-    kinds = (IRModule(), PrimFunc())
+    kinds = (ir_module_type(), prim_func_type())
     ns = shell.user_ns
     return [n for n in ns if n not in before and not n.startswith("_") and isinstance(ns[n], kinds)]
 

@@ -78,11 +78,11 @@ def _alive(pid: int) -> bool:
 
 def _database_with(work, n_records: int):
     """A real MetaSchedule JSON database in ``work`` with ``n_records`` records of a matmul."""
-    from mlc_jupyter.tvm_compat import IRModule, Schedule, metaschedule
+    from mlc_jupyter.tvm_compat import Schedule, ir_module_type, metaschedule
 
     ms = metaschedule()
     database = create_database(work)
-    mod = IRModule()({"main": matmul(16)})
+    mod = ir_module_type()({"main": matmul(16)})
     workload = database.commit_workload(mod)
     for i in range(n_records):
         trace = Schedule(mod).trace

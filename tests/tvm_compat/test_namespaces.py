@@ -43,4 +43,4 @@ def test_equal_functions_hash_alike_and_ir_json_round_trips():
     )
     back = tvm_compat.load_json(tvm_compat.save_json(funcs[0]))
     assert tvm_compat.structural_equal(back, funcs[0]), "IR JSON no longer round-trips"
-    assert isinstance(funcs[0], tvm_compat.PrimFunc()) and tvm_compat.is_tvm_object(funcs[0])
+    assert isinstance(funcs[0], tvm_compat.prim_func_type()) and tvm_compat.is_tvm_object(funcs[0])
