@@ -377,6 +377,27 @@ class Translation:
         return [(n, a, b) for n, (a, b) in enumerate(zip(old, new, strict=False), 1) if a != b]
 
 
+#: The renames of :data:`RULES` the other way, for display only: TVM 0.27's printed TVMScript
+#: and traces in the course's spelling (``T.block`` for ``T.sblock``), never executed.
+COURSE_DISPLAY: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bT\.sblock_alloc_buffer(\s*\()"), r"T.alloc_buffer\1"),
+    (re.compile(r"\bT\.sblock_attr(\s*\()"), r"T.block_attr\1"),
+    (re.compile(r"\bT\.sblock(\s*\()"), r"T.block\1"),
+    (re.compile(r"\.get_sblock(\s*\()"), r".get_block\1"),
+    (re.compile(r"(@\s*T\.prim_func)\(s_tir=True\)"), r"\1"),
+    (re.compile(r"(@\s*T\.prim_func\()s_tir=True, "), r"\1"),
+    (re.compile(r'"tirx\.noalias"'), '"tir.noalias"'),
+    (re.compile(r"^(\s*#?\s*from tvm\.script import )tirx( as T)", re.M), r"\1tir\2"),
+)
+
+
+def course_spelling(text: str) -> str:
+    """``text`` (IR or a trace as TVM 0.27 prints it) in the course's spelling, for display."""
+    for pattern, course in COURSE_DISPLAY:
+        text = pattern.sub(course, text)
+    return text
+
+
 def translate(source: str, *, shims: bool = False) -> Translation:
     """Rewrite the course's spelling in ``source`` to TVM 0.27's, keeping every line in place.
 

@@ -200,3 +200,18 @@ def test_changed_lines_pair_what_was_typed_with_what_runs():
 def test_the_readme_carries_the_generated_translation_table():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert table_markdown() in readme, "regenerate it: python -m mlc_jupyter.dialect"
+
+
+def test_printed_ir_shows_in_the_course_spelling_and_translates_back():
+    from build_support import listing
+
+    from mlc_jupyter.dialect import course_spelling
+
+    modern = listing("ch2_mm_relu.py", "MyModule").script()
+    course = course_spelling(modern)
+    assert 'with T.block("Y"):' in course and "Y = T.alloc_buffer((128, 128))" in course
+    assert "@T.prim_func\n" in course and '"tir.noalias"' in course and "sblock" not in course
+    code = [line for line in modern.splitlines() if not line.lstrip().startswith("#")]
+    back = translate(course).source.splitlines()
+    assert [line for line in back if not line.lstrip().startswith("#")] == code
+    assert course_spelling('b0 = sch.get_sblock(name="Y")') == 'b0 = sch.get_block(name="Y")'

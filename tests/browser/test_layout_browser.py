@@ -1,6 +1,6 @@
 """What a learner sees in a real JupyterLab (Debian's Chromium), at 1400 px and at a narrow 900 px:
 the timing bars of notebook 05, the model tuning display, the ``--pipeline`` pass stepper of
-notebook 06 and a schedule stepper's side-by-side diff.
+notebook 06, printed TVMScript and a schedule stepper's side-by-side diff.
 
 One notebook runs once; each part is photographed at both widths
 (``test-output/layout_<part>_<width>.png``) and checked on the DOM: no label is clipped, no IR
@@ -57,9 +57,10 @@ CELLS = [
     CREATE_MODEL + "\nMLPModel = create_model()",
     "%mlc_passes MLPModel --pipeline target --as MLPLowered",
     "%%tir --quiet\n" + MM_RELU,
+    "MyModule",
     "%%mlc_schedule MyModule\n" + MM_RELU_STEPS,
 ]
-TIMING, TUNING, PIPELINE, SCHEDULE = 3, 4, 6, 8
+IMPORT, TIMING, TUNING, PIPELINE, IR, SCHEDULE = 2, 3, 4, 6, 8, 9
 
 #: Elements whose text must fit their box: table cells, SVG labels, step names, panel titles.
 CLIPPED_JS = """(root) => {
@@ -145,9 +146,13 @@ def test_outputs_fit_their_boxes_at_two_widths(lab):
         assert sides.count() == 2
         schedule.get_by_test_id("view").select_option("ir")
         assert schedule.evaluate(WRAPPED_JS) == [], f"an IR line wraps at {width} px"
+        assert outputs.nth(IR).evaluate(WRAPPED_JS) == [], f"printed IR wraps at {width} px"
         schedule.get_by_test_id("view").select_option("side")
     for index in (TIMING, TUNING, PIPELINE, SCHEDULE):
         expect(outputs.nth(index)).not_to_contain_text("Traceback")
+    # the import's library messages are folded below it, not red stderr
+    stderr = outputs.nth(IMPORT).locator("[data-mime-type='application/vnd.jupyter.stderr']")
+    expect(stderr).to_have_count(0)
     # the late pipeline step's graph: drawn at a readable size, "fit" shrinks it to the pane
     passes = page.locator(".mlc-st").nth(0)
     expect(passes.get_by_test_id("graph-zoom")).to_have_text("100%")
