@@ -215,6 +215,13 @@ class CourseMagics(Magics):
         display(course_bundle(self.mode.enabled, self.mode.last), raw=True)
 
 
+def course_spelling_options(shell: Any) -> dict[str, Any]:
+    """A stepper's spelling: the course's when course mode is on (TVM 0.27's one choice away)."""
+    mode = getattr(shell, "_mlc_course_mode", None)
+    on = mode is not None and mode.enabled
+    return {"spelling": "course", "offer_course_spelling": True} if on else {}
+
+
 def register(ipython: Any) -> None:
     """Register ``%mlc_course`` and turn course mode on."""
     mode = getattr(ipython, "_mlc_course_mode", None)

@@ -15,6 +15,7 @@ from ..display.passes import passes_bundle
 from ..passes import run_pass_cell, run_pipeline
 from ..tvm_compat import ir_module_type, script_namespaces
 from ..widgets.pass_stepper import PassStepper
+from .course import course_spelling_options
 from .lookup import lookup
 
 
@@ -70,7 +71,8 @@ class PassMagics(Magics):
             display(passes_bundle(run), raw=True)
         else:
             display(PassStepper(run, title=title, target=args.target,
-                                namespace=self.shell.user_ns, base=base))  # fmt: skip
+                                namespace=self.shell.user_ns, base=base,
+                                **course_spelling_options(self.shell)))  # fmt: skip
         if run.error is not None:
             raise run.error
         self._bind(run, args.name or f"{base}_passes")

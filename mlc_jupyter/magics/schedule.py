@@ -11,6 +11,7 @@ from IPython.display import display
 from ..display.schedule import schedule_bundle
 from ..schedule import ScheduleSession
 from ..widgets.schedule_stepper import ScheduleStepper
+from .course import course_spelling_options
 from .lookup import lookup
 
 
@@ -41,7 +42,13 @@ class ScheduleMagics(Magics):
         if cell is None:
             session = ScheduleSession(mod, "", namespace=self.shell.user_ns, func_name=args.func)
             title = f"interactive schedule of {args.mod}"
-            return ScheduleStepper(session, interactive=True, title=title, target=args.target)
+            return ScheduleStepper(
+                session,
+                interactive=True,
+                title=title,
+                target=args.target,
+                **course_spelling_options(self.shell),
+            )
         session = ScheduleSession(
             mod, cell, namespace=self.shell.user_ns, func_name=args.func, first_line=2
         )
@@ -49,7 +56,12 @@ class ScheduleMagics(Magics):
         if args.static:
             display(schedule_bundle(run), raw=True)
         else:
-            widget = ScheduleStepper(session, title=f"schedule of {args.mod}", target=args.target)
+            widget = ScheduleStepper(
+                session,
+                title=f"schedule of {args.mod}",
+                target=args.target,
+                **course_spelling_options(self.shell),
+            )
             if args.time and run.error is None:
                 for step in [0, *(s.index for s in run.steps if s.changed)]:
                     widget.time_step(step)

@@ -246,6 +246,18 @@ function zoomControls(drawing) {
     button("fit", "zoom-fit", () => apply("fit")), button("1:1", "zoom-1", () => apply(1))];
 }
 
+function spellingMenu(model) {
+  // The IR and traces as the book spells them (T.block) or as TVM 0.27 prints them (T.sblock).
+  const sel = h("select", { "data-testid": "spelling", onchange: (e) => {
+    model.set("spelling", e.target.value); model.save_changes(); } });
+  for (const [v, label] of [["course", "course spelling"], ["tvm", "TVM 0.27 spelling"]]) {
+    const o = h("option", { value: v }, label);
+    if (v === model.get("spelling")) o.selected = true;
+    sel.append(o);
+  }
+  return sel;
+}
+
 function passTools(model, step, index) {
   // Export the steps, or open a TensorIR function of this step in the schedule stepper.
   const row = h("div", { class: "mlc-st-controls" },
@@ -293,7 +305,8 @@ function render({ model, el }) {
       button("next ▶", "next", () => go(index + 1), index === last),
       h("span", { "data-testid": "step-label" }, `step ${index} / ${last}`), viewSel,
       model.get("can_time") ? button("time this step", "time", () => model.send({ type: "time", index })) : null,
-      button(sidePanels ? "hide panels" : "show panels", "panels", () => { sidePanels = !sidePanels; draw(); }));
+      button(sidePanels ? "hide panels" : "show panels", "panels", () => { sidePanels = !sidePanels; draw(); }),
+      model.get("offer_course_spelling") ? spellingMenu(model) : null);
     const where = step.index
       ? h("div", { class: "mlc-st-source", "data-testid": "source", title: step.source },
         h("b", {}, step.line ? `line ${step.line}: ` : `${step.name}: `), h("code", {}, step.source),

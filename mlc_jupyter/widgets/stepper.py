@@ -14,6 +14,7 @@ from typing import Any
 import anywidget
 import traitlets as t
 
+from ..dialect import course_spelling
 from ..display.highlight import highlight_html
 from ..errors import MLCError
 from ..measure import time_module
@@ -70,13 +71,19 @@ class Stepper(anywidget.AnyWidget):
     error_line = t.Int(0).tag(sync=True)
     status = t.Unicode("").tag(sync=True)
     timings = t.List(t.Dict()).tag(sync=True)
+    # "tvm": IR and traces as TVM 0.27 prints them; "course": in the book's spelling (T.block for
+    # T.sblock), offered when the notebook runs in course mode
+    spelling = t.Unicode("tvm").tag(sync=True)
+    offer_course_spelling = t.Bool(False).tag(sync=True)
 
     def __init__(self, *, title: str = "", target: Any = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.target, self.title = target, title
         self.views = [["ir", "IR"], ["unified", "unified diff"], ["side", "side by side"]]
         self.scripts: list[str] = []  # the IR text after each step (0: before the first)
+        self._views: list[dict] = []  # the steps as made, in TVM 0.27's spelling
         self.observe(self._show_current, names=["index"])
+        self.observe(self._respell, names=["spelling"])
         self.on_msg(self._on_message)
 
     def module_at(self, index: int) -> Any:
@@ -86,14 +93,26 @@ class Stepper(anywidget.AnyWidget):
     def set_steps(self, views: list[dict], scripts: list[str]) -> None:
         """Show ``views`` (one :func:`step_view` per step) whose IR texts are ``scripts``."""
         self.scripts = scripts
-        self.steps = views
+        self._views = views
+        self._respell()
+
+    def _spelled(self, text: str) -> str:
+        return course_spelling(text) if self.spelling == "course" else text
+
+    def _respell(self, _change: Any = None) -> None:
+        """The steps' traces and the IR on screen in the chosen spelling."""
+        self.steps = [
+            {**v, "trace": self._spelled(v["trace"])} if isinstance(v.get("trace"), str) else v
+            for v in self._views
+        ]
         self._show_current()
 
     def _show_current(self, _change: Any = None) -> None:
         if not self.scripts:
             return
         index = max(0, min(self.index, len(self.scripts) - 1))
-        self.current = ir_view(index, self.scripts[max(0, index - 1)], self.scripts[index])
+        before, after = self.scripts[max(0, index - 1)], self.scripts[index]
+        self.current = ir_view(index, self._spelled(before), self._spelled(after))
 
     def static_bundle(self) -> dict[str, str]:
         """HTML + text for a saved notebook or a terminal (where the widget cannot run)."""

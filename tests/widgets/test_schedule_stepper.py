@@ -37,6 +37,28 @@ def test_the_cell_shows_a_stepper_whose_steps_carry_ir_diff_trace_and_loop_tree(
     assert "sch.reorder" in widget.steps[4]["trace"]
 
 
+def test_in_course_mode_the_ir_and_trace_show_the_course_spelling_one_choice_from_0_27s(
+    shell, mm_relu
+):
+    import html
+    import re
+
+    from mlc_jupyter.magics.course import course_spelling_options
+    from mlc_jupyter.widgets.schedule_stepper import ScheduleStepper
+
+    options = course_spelling_options(shell)  # what %%mlc_schedule passes: course mode is on
+    assert options == {"spelling": "course", "offer_course_spelling": True}
+    widget = ScheduleStepper(ScheduleSession(mm_relu, STEPS, first_line=2), **options)
+
+    def ir() -> str:
+        return html.unescape(re.sub(r"<[^>]+>", "", widget.current["html"]))
+
+    assert 'with T.block("Y"):' in ir() and "sblock" not in ir()
+    assert widget.steps[1]["trace"] == 'block_Y = sch.get_block(name="Y", func_name="mm_relu")'
+    widget.spelling = "tvm"  # the menu's other choice
+    assert 'with T.sblock("Y"):' in ir() and ".get_sblock(" in widget.steps[1]["trace"]
+
+
 def test_the_saved_notebook_gets_html_with_the_steps_and_the_final_ir(mm_relu):
     from mlc_jupyter.widgets.schedule_stepper import ScheduleStepper
 
