@@ -12,10 +12,11 @@ repeat=1, min_repeat_ms=0``). Where such sampling is thin, the printed summary s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..measure.timer import DEFAULT_MIN_REPEAT_MS, DEFAULT_SAMPLING
+from ..tvm_compat import benchmark_result_type
 
 #: ``time_evaluator``'s defaults in the book's TVM (and still in 0.27's).
 OLD_DEFAULTS = {"number": 10, "repeat": 1, "min_repeat_ms": 0}
@@ -24,29 +25,29 @@ OLD_DEFAULTS = {"number": 10, "repeat": 1, "min_repeat_ms": 0}
 Arguments = Callable[[tuple[Any, ...]], tuple[list[Any], Callable[[], None]]]
 
 
-class CourseBenchmark:
+class CourseBenchmark(benchmark_result_type()):  # type: ignore[misc]
     """TVM's ``BenchmarkResult`` (``mean``, ``median``, ``min``, ``max``, ``std``, ``results``
-    in seconds) whose printed summary adds one line where ``%mlc_time`` would sample better."""
+    in seconds; this is a subclass) whose printed summary adds one line where ``%mlc_time``
+    would sample better."""
 
-    def __init__(self, result: Any, number: int, repeat: int, min_repeat_ms: float) -> None:
-        self.result = result
+    def __init__(
+        self, results: Sequence[float], number: int, repeat: int, min_repeat_ms: float
+    ) -> None:
+        super().__init__(results)
         self.number = number
         self.repeat = repeat
         self.min_repeat_ms = min_repeat_ms
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.__dict__["result"], name)
 
     @property
     def note(self) -> str:
         """How ``%mlc_time`` would sample, when this sampling is thinner ("" otherwise)."""
         default = DEFAULT_SAMPLING
-        sample_ms = float(self.result.mean) * self.number * 1e3
+        sample_ms = max(float(self.mean) * self.number * 1e3, self.min_repeat_ms)
         if self.repeat >= default.repeat and sample_ms >= DEFAULT_MIN_REPEAT_MS:
             return ""
         calls = f"{self.number} call{'s' if self.number != 1 else ''}"
+        if self.min_repeat_ms:
+            calls = f"at least {self.min_repeat_ms:g} ms"
         samples = f"{self.repeat} sample{'s' if self.repeat != 1 else ''}"
         return (
             f"note: {samples} of {calls}, as time_evaluator's number/repeat say; %mlc_time "
@@ -55,12 +56,9 @@ class CourseBenchmark:
         )
 
     def __str__(self) -> str:
-        summary = str(self.result).rstrip()
+        summary = super().__str__().rstrip()
         note = self.note
         return f"{summary}\n{note}" if note else summary
-
-    def __repr__(self) -> str:
-        return repr(self.result)
 
 
 def evaluator(
@@ -88,6 +86,6 @@ def evaluator(
         tensors, after = arguments(args)
         result = timer(*tensors)
         after()
-        return CourseBenchmark(result, int(number), int(repeat), float(min_repeat_ms))
+        return CourseBenchmark(result.results, int(number), int(repeat), float(min_repeat_ms))
 
     return time

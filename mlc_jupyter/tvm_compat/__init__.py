@@ -87,7 +87,7 @@ from .relax import (
 )
 from .runtime import (
     LOADER_RUNTIME,
-    benchmark_result,
+    benchmark_result_type,
     close_rpc_session,
     config_thread_pool,
     empty,
@@ -159,7 +159,7 @@ __all__ = [
     "analyzer",
     "apply_json_trace",
     "assert_structural_equal",
-    "benchmark_result",
+    "benchmark_result_type",
     "bind_inputs",
     "block_rv_type",
     "buffer_access",

@@ -33,11 +33,11 @@ def executable_type() -> type:
     return tvm().runtime.Executable
 
 
-def benchmark_result(results: list[float]) -> Any:
-    """TVM's ``BenchmarkResult`` (what ``time_evaluator`` returns) for per-call times in seconds."""
-    from tvm.runtime.module import BenchmarkResult
+def benchmark_result_type() -> type:
+    """TVM's ``BenchmarkResult`` (what ``time_evaluator`` returns; ``print`` shows a summary)."""
+    from tvm.runtime.module import BenchmarkResult  # deferred: imports TVM
 
-    return BenchmarkResult(results)
+    return BenchmarkResult
 
 
 def load_executable(path: str, relax: bool) -> Any:

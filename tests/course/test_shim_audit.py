@@ -164,6 +164,7 @@ def test_time_evaluator_runs_on_the_callers_arrays_with_the_old_numbers(shell, n
     assert len(res.results) == 1 and len(res4.results) == 4  # repeat samples
     assert res.mean == pytest.approx(float(np.mean(res.results)))
     assert (res.number, res.repeat, res.min_repeat_ms) == (10, 1, 0)  # the old defaults
+    assert isinstance(res, ns["tvm"].runtime.module.BenchmarkResult)
     printed = captured.stdout
     assert "Execution time summary:" in printed and "mean (ms)" in printed
     assert printed.count("note: 1 sample of 10 calls") == 1 and "%mlc_time calibrates" in printed
