@@ -154,7 +154,8 @@ def progress_bundle(event: TuneProgress, curves: dict[str, Any] | None = None) -
         f'<div style="width: {100 * _fraction_done(event):.0f}%; height: 8px; '
         'background: var(--jp-brand-color1, #1976d2)"></div></div>'
     )
-    curves = curves or {event.task: event.curve}
+    # the tasks that have a curve (the re-timing at the end reports without one)
+    curves = {task: curve for task, curve in (curves or {event.task: event.curve}).items() if curve}
     error = f"<div>first error: {html.escape(event.first_error)}</div>" if event.first_error else ""
     total = event.trials_total or max((p[0] for c in curves.values() for p in c), default=1)
     peak_s = (

@@ -71,6 +71,8 @@ def test_the_curve_has_labelled_axes_and_the_peak_line():
     assert "trials measured</text>" in svg and "best latency</text>" in svg
     assert ">64</text>" in svg  # the x axis ends at the trials asked for
     assert "peak 375.0 us</text>" in svg  # the latency at the machine's peak: 1.5 ms x 25 %
+    again = progress_bundle(event, {"main": event.curve, "re-timing": ()})["text/html"]
+    assert "peak 375.0 us</text>" in again  # a task without a curve is no second curve
 
 
 def test_a_gpu_tune_says_which_compiler_built_its_candidates():
