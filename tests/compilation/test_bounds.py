@@ -235,3 +235,14 @@ def test_every_kernel_of_real_models_builds_with_the_default_schedules_and_no_re
     assert kernels and find_out_of_bounds(built.mod) == []
     if target.startswith("cuda") and find_nvcc() is not None:
         assert built.device_code.compiled, built.device_code.note  # PTX and a cubin, no GPU
+
+
+def test_a_vector_access_past_the_end_is_still_refused():
+    source = """
+@T.prim_func
+def shifted(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+    for i in range(4):
+        B[T.ramp(i * 4, 1, 4)] = A[T.ramp(i * 4 + 1, 1, 4)]
+"""
+    found = find_out_of_bounds(_module(parse_script(source, kind="tir").value))
+    assert [f.buffer for f in found] == ["A"] and found[0].high == "16"
