@@ -120,7 +120,10 @@ def legalize_and_fuse(mod: Any, target: Any) -> Any:
     """
     _tvm = tvm()
     transform = _tvm.relax.transform
-    layouts = [] if "gpu" in list(target.keys) else [transform.ConvertLayout(CPU_LAYOUTS)]
+    cpu = "gpu" not in list(target.keys)
+    # Relax's ConvertLayout fails (std::bad_alloc) on graphs without the ops it converts, such
+    # as a transformer encoder layer: run it only where there is a convolution to convert
+    layouts = [transform.ConvertLayout(CPU_LAYOUTS)] if cpu and _calls_any(mod, CPU_LAYOUTS) else []
     passes = [
         *layouts,
         transform.DecomposeOpsForInference(),
@@ -135,6 +138,17 @@ def legalize_and_fuse(mod: Any, target: Any) -> Any:
     with target, _tvm.transform.PassContext(opt_level=3):
         fused = _tvm.transform.Sequential(passes)(mod)
     return fused if "gpu" in list(target.keys) else mark_constant_arguments(fused, mod)
+
+
+def _calls_any(mod: Any, ops: Any) -> bool:
+    """True when a Relax function of ``mod`` calls one of the operators named in ``ops``."""
+    for _, func in mod.functions_items():
+        if isinstance(func, prim_func_type()):
+            continue
+        for _, value in relax_bindings(func):
+            if str(getattr(getattr(value, "op", None), "name", "")) in ops:
+                return True
+    return False
 
 
 def mark_constant_arguments(mod: Any, before: Any) -> Any:
