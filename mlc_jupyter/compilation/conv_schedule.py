@@ -13,7 +13,7 @@ TensorIR's primitives (the GotoBLAS micro-kernel, applied to a convolution):
   over the lanes, so LLVM keeps the tile in registers; the reduction loops (kernel rows, kernel
   columns, input channels) run around it, the innermost split so that it can be unrolled;
 * the tiles run in parallel, channel blocks outermost (each core keeps its part of the weight),
-  then rows and blocks of pixels;
+  then rows and blocks of pixels (the tuning space also tries pixels outermost, :data:`ORDERS`);
 * the elementwise operators fused after the reduction (batch norm for inference, bias, ReLU, the
   residual add) are inlined into the write-back of the accumulators: each output is stored once;
 * producers before it (the padding) run once, in parallel and vectorised, before the tiles; a
@@ -159,17 +159,25 @@ def rule_tile(window: Window, registers: int) -> tuple[int, int]:
     return max(fits, key=lambda mv: (mv[0] * mv[1], mv[1]))
 
 
+#: What the parallel loop runs outermost: blocks of output channels (each core keeps its part of
+#: the weights; the default) or rows of pixels (each core keeps its rows of the input).
+ORDERS = ("channels", "pixels")
+
+
 @dataclass(frozen=True)
 class Decisions:
-    """Chosen sizes (the default build); ``None`` leaves a size to MetaSchedule's sampling."""
+    """The sizes the default build chooses (the tuning space samples them instead)."""
 
     rows: int
     vectors: int
     unroll: int = 1
 
 
-def schedule_window(sch: Any, unit: VectorUnit, decisions: Decisions | None = None) -> None:
-    """Apply the direct-convolution structure to ``sch`` (one PrimFunc ``main``) in place."""
+def schedule_window(
+    sch: Any, unit: VectorUnit, decisions: Decisions | None = None, order: str = "channels"
+) -> None:
+    """Apply the direct-convolution structure to ``sch`` (one PrimFunc ``main``) in place:
+    sizes from ``decisions``, or sampled when it is ``None``."""
     window = find_window(sch, unit.lanes)
     lanes = window.lanes
     producers = []
@@ -206,8 +214,9 @@ def schedule_window(sch: Any, unit: VectorUnit, decisions: Decisions | None = No
         decision=[extent // chosen.unroll, chosen.unroll] if decisions else None,
     )
     ro, ri = sch.split(inner, tile)
-    sch.reorder(fo, *outer_axes, xo, *red[:-1], ro, ri, xi, fv, fl)
-    outer = sch.fuse(fo, *outer_axes, xo)
+    tiles = [fo, *outer_axes, xo] if order == "channels" else [*outer_axes, xo, fo]
+    sch.reorder(*tiles, *red[:-1], ro, ri, xi, fv, fl)
+    outer = sch.fuse(*tiles)
     sch.parallel(outer)
     write = sch.cache_write(window.block, 0, "local")
     if window.after:
@@ -215,7 +224,7 @@ def schedule_window(sch: Any, unit: VectorUnit, decisions: Decisions | None = No
             sch.reverse_compute_inline(window.after[-1])
         except Exception as err:  # noqa: BLE001 - TVM's ScheduleError
             raise NotWindow(f"the epilogue cannot follow the tile: {type(err).__name__}") from None
-    sch.reverse_compute_at(write, outer)
+    sch.reverse_compute_at(write, outer, preserve_unit_loops=True)  # same loops for any tile
     sch.unroll(ri)
     sch.unroll(xi)
     sch.unroll(fv)

@@ -96,8 +96,9 @@ class TuneMagics(Magics):
     @argument(
         "--space",
         default="default",
-        help="default (the matmul space for matmul-like kernels, else MetaSchedule's), "
-        "metaschedule, matmul, or the name of a schedule function",
+        help="default (the matmul space for matmul-like kernels, the direct-convolution space "
+        "for NHWC convolutions and pooling, else MetaSchedule's), metaschedule, matmul, conv, "
+        "or the name of a schedule function",
     )
     @argument("--rpc", default=None, help="HOST:PORT:KEY of a TVM RPC tracker, or 'env'")
     @argument(
@@ -125,7 +126,8 @@ class TuneMagics(Magics):
             space = self.shell.user_ns.get(space, space)
             if not callable(space):
                 raise UsageError(
-                    "--space takes default, metaschedule, matmul or the name of a schedule function"
+                    "--space takes default, metaschedule, matmul, conv or the name of a schedule "
+                    "function"
                 )
         progress = LiveTuneProgress(self.shell, args.quiet)
         result = tuning.tune(

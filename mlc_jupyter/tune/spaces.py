@@ -1,11 +1,12 @@
 """Which design space each tuning task searches.
 
 ``--space default`` gives matmul-like CPU kernels the BLIS-like space of :mod:`.matmul_space`
-(packed operands, register-blocked micro-kernel), CUDA kernels on fp16 data MetaSchedule's
+(packed operands, register-blocked micro-kernel), NHWC convolutions, pooling and means on CPUs
+the direct-convolution space of :mod:`.conv_space`, CUDA kernels on fp16 data MetaSchedule's
 tensor-core space (its wmma/mma tiling rules and postprocessors, which it picks by itself only
 for ``sm_80`` and newer), other CUDA kernels MetaSchedule's CUDA rules without the tensor-core
 ones (the same space for them, without the seconds of registering tensor intrinsics before the
-first candidate) and every other kernel MetaSchedule's default space; ``metaschedule`` and ``matmul`` force one of them; a schedule function (the course's
+first candidate) and every other kernel MetaSchedule's default space; ``metaschedule``, ``matmul`` and ``conv`` force one of them; a schedule function (the course's
 ``ScheduleFn`` workflow) is used for every task. Records of one space are no answer for another,
 so each choice has its own key in the work dir's name.
 """
@@ -24,11 +25,13 @@ from ..measure.timer import argument_dtypes
 from ..tvm_compat import metaschedule
 
 #: What ``--space`` takes besides the name of a schedule function.
-SPACE_NAMES = ("default", "metaschedule", "matmul")
+SPACE_NAMES = ("default", "metaschedule", "matmul", "conv")
 #: MetaSchedule's own design space generator for CPUs and GPUs.
 METASCHEDULE_SPACE = "post-order-apply"
 #: The work-dir key of the matmul space; a new structure of the space gets a new key.
 MATMUL_SPACE_KEY = "matmul-blis-1"
+#: The work-dir key of the direct-convolution space.
+CONV_SPACE_KEY = "conv-direct-1"
 #: The work-dir key of MetaSchedule's tensor-core space.
 TENSOR_CORE_SPACE_KEY = "cuda-tensorcore-1"
 #: MetaSchedule's name of its CUDA tensor-core rules, postprocessors and mutators.
@@ -70,6 +73,15 @@ def _matmul_space(mod: Any, target: Any) -> Any | None:
     from .matmul_space import is_matmul_like, space_generator  # deferred: imports TVM
 
     return space_generator(mod, target) if is_matmul_like(mod, target) else None
+
+
+def _conv_space(mod: Any, target: Any) -> Any | None:
+    """The direct-convolution space for ``mod`` on ``target``, or ``None`` when it does not apply."""
+    if str(target.kind.name) != "llvm":
+        return None
+    from .conv_space import is_window_like, space_generator  # deferred: imports TVM
+
+    return space_generator(mod, target) if is_window_like(mod, target) else None
 
 
 def _sm(target: Any) -> int | None:
@@ -114,11 +126,19 @@ def choose_spaces(mods: list[Any], target: Any, space: Any) -> Spaces:
     if space not in SPACE_NAMES:
         raise TuneError(
             f"unknown search space {space!r}",
-            hint="--space takes default, metaschedule, matmul or the name of a schedule function",
+            hint="--space takes default, metaschedule, matmul, conv or the name of a schedule "
+            "function",
         )
     simt = 0  # tasks in the CUDA space without tensor cores
     for mod in mods:
-        matmul = None if space == "metaschedule" else _matmul_space(mod, target)
+        matmul = _matmul_space(mod, target) if space in ("default", "matmul") else None
+        conv = _conv_space(mod, target) if space in ("default", "conv") and not matmul else None
+        if space == "conv" and conv is None:
+            raise TuneError(
+                "--space conv needs a CPU kernel whose one reduction writes an NHWC tensor "
+                "(a convolution, pooling or mean, as a model build makes them)",
+                hint="use --space default (MetaSchedule's space for other kernels)",
+            )
         if space == "matmul" and matmul is None:
             raise TuneError(
                 "--space matmul needs a CPU matmul-like kernel: one contraction "
@@ -128,6 +148,9 @@ def choose_spaces(mods: list[Any], target: Any, space: Any) -> Spaces:
         if matmul is not None:
             out.generators.append(matmul)
             out.names.append("matmul")
+        elif conv is not None:
+            out.generators.append(conv)
+            out.names.append("conv")
         elif space == "default" and str(target.kind.name) == "cuda":
             tensor_cores = uses_tensor_cores(mod, target)
             out.generators.append(cuda_space(tensor_cores))
@@ -137,6 +160,10 @@ def choose_spaces(mods: list[Any], target: Any, space: Any) -> Spaces:
             out.generators.append(METASCHEDULE_SPACE)
             out.names.append("metaschedule")
     out.tensor_intrinsics = simt < len(mods)
-    keys = {"matmul": MATMUL_SPACE_KEY, "tensor-core": TENSOR_CORE_SPACE_KEY}
+    keys = {
+        "matmul": MATMUL_SPACE_KEY,
+        "conv": CONV_SPACE_KEY,
+        "tensor-core": TENSOR_CORE_SPACE_KEY,
+    }
     out.key = "+".join(keys[name] for name in keys if name in out.names)
     return out

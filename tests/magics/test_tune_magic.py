@@ -46,7 +46,7 @@ def test_mlc_tune_refuses_a_bad_time_and_an_unknown_space_in_one_line(shell):
     shell.user_ns["mm"] = matmul(64)
     with pytest.raises(TuneError, match="--time expects a duration like 10m"):
         shell.run_line_magic("mlc_tune", "mm --time soon")
-    with pytest.raises(UsageError, match="--space takes default, metaschedule, matmul"):
+    with pytest.raises(UsageError, match="--space takes default, metaschedule, matmul, conv"):
         shell.run_line_magic("mlc_tune", "mm --space nothing_here")
 
 

@@ -1,0 +1,108 @@
+"""A direct-convolution search space for NHWC window kernels on CPUs.
+
+The default build schedules every kernel whose single reduction writes an NHWC tensor
+(convolutions, depthwise and 1x1 ones, pooling, means over H and W) with one structure,
+:mod:`mlc_jupyter.compilation.conv_schedule`: output channels in vector registers, a row of pixels
+blocked, the epilogue fused into the write-back, the weights packed by ``RewriteLayout`` in the
+order the tile reads them. This space is that structure with its sizes left to MetaSchedule, the
+way :mod:`.matmul_space` does for matmul:
+
+* the row block ``mr`` and the channel vectors ``nv`` (``sample_categorical`` over the divisors of
+  the width and of the channel vectors), and the unrolled run of the innermost reduction loop
+  (``sample_perfect_tile``);
+* two variants, one design space each (:data:`~mlc_jupyter.compilation.conv_schedule.ORDERS`):
+  channel blocks or rows of pixels outermost in the parallel loop;
+* a postprocessor rejects tiles whose accumulators, weight vectors and broadcast do not fit the
+  vector registers (they would spill); MetaSchedule's CPU postprocessors and mutators do the rest.
+
+The default build's schedule is one point of this space (its trace replays here), so a model's
+tuning starts from it. This module imports TVM at import time; import it lazily.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..compilation.conv_schedule import (
+    ORDERS,
+    NotWindow,
+    VectorUnit,
+    find_window,
+    fits_registers,
+    schedule_window,
+    vector_unit,
+)
+from ..tvm_compat import Schedule, derived_object, metaschedule
+
+
+def design_spaces(unit: VectorUnit) -> Any:
+    """The schedule function of the space: one traced schedule per variant."""
+
+    def spaces(sch: Any) -> list[Any]:
+        out = []
+        for order in ORDERS:
+            copy = sch.copy()
+            schedule_window(copy, unit, order=order)
+            out.append(copy)
+        return out
+
+    return spaces
+
+
+def is_window_like(mod: Any, target: Any) -> bool:
+    """Whether :func:`design_spaces` schedules ``mod`` (its one PrimFunc ``main``) for ``target``."""
+    if str(target.kind.name) != "llvm":
+        return False
+    try:
+        dtype = find_window(Schedule(mod), 16).dtype
+        unit = vector_unit(target, dtype)
+        for order in ORDERS:
+            schedule_window(Schedule(mod), unit, order=order)
+    except NotWindow:
+        return False
+    except Exception:  # noqa: BLE001 - a schedule primitive refused: not this space's kind
+        return False
+    return True
+
+
+def tile(sch: Any) -> tuple[int, int]:
+    """The row block and channel vectors of a sampled schedule (its first two categoricals)."""
+    values = []
+    for inst in sch.trace.insts:
+        if inst.kind.name == "SampleCategorical":
+            decision = sch.trace.decisions.get(inst)
+            if decision is not None:
+                values.append(int(inst.attrs[0][int(decision)]))
+    return (values[0], values[1]) if len(values) >= 2 else (1, 1)
+
+
+@derived_object
+class TileFitsRegisters(metaschedule().postproc.PyPostproc):
+    """Reject candidates whose tile, weight vectors and broadcast need more than ``registers``."""
+
+    def __init__(self, registers: int) -> None:
+        super().__init__()
+        self.registers = registers
+
+    def _initialize_with_tune_context(self, context: Any) -> None:
+        pass
+
+    def apply(self, sch: Any) -> bool:
+        return fits_registers(*tile(sch), self.registers)
+
+    def clone(self) -> Any:
+        return TileFitsRegisters(self.registers)
+
+
+def space_generator(mod: Any, target: Any) -> Any:
+    """MetaSchedule's ``ScheduleFn`` over :func:`design_spaces`, with the default CPU
+    postprocessors (``RewriteLayout`` packs the weights) and mutators plus the register check."""
+    ms = metaschedule()
+    unit = vector_unit(target, find_window(Schedule(mod), 16).dtype)
+    postprocs = [*ms.postproc.Postproc.create("llvm"), TileFitsRegisters(unit.registers)]
+    return ms.space_generator.ScheduleFn(
+        design_spaces(unit),
+        sch_rules=[],
+        postprocs=postprocs,
+        mutator_probs=ms.mutator.Mutator.create("llvm"),
+    )

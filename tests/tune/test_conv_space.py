@@ -1,0 +1,107 @@
+"""The direct-convolution space: the kernels it takes, that every variant it samples computes the
+convolution, the register check, and that tuning picks it for a model's convolutions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from mlc_jupyter.compilation.conv_schedule import ORDERS, schedule_window, vector_unit
+from mlc_jupyter.compilation.default_schedule import legalize_and_fuse
+from mlc_jupyter.errors import TuneError
+from mlc_jupyter.models import import_model
+from mlc_jupyter.tune.conv_space import (
+    TileFitsRegisters,
+    is_window_like,
+    space_generator,
+    tile,
+)
+from mlc_jupyter.tune.options import tuning_target
+from mlc_jupyter.tune.spaces import CONV_SPACE_KEY, choose_spaces
+from mlc_jupyter.tvm_compat import Schedule, metaschedule, param_buffers, prim_func_type, tvm
+
+
+@pytest.fixture(scope="module")
+def target():
+    return tuning_target(None)
+
+
+@pytest.fixture(scope="module")
+def kernels(target):
+    """The fused kernels of a small convolution block, as a CPU model build makes them."""
+    torch.manual_seed(0)
+    block = nn.Sequential(
+        nn.Conv2d(8, 32, 3, 1, 1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+        nn.Linear(32 * 7 * 7, 10),
+    ).eval()  # fmt: skip
+    fused = legalize_and_fuse(import_model(block, torch.randn(1, 8, 14, 14)).mod, target)
+    return {
+        gv.name_hint: tvm().IRModule({"main": f.with_attr("global_symbol", "main")})
+        for gv, f in fused.functions_items()
+        if isinstance(f, prim_func_type())
+    }
+
+
+def _named(kernels, prefix):
+    return next(mod for name, mod in kernels.items() if name.startswith(prefix))
+
+
+def test_convolutions_and_pooling_are_window_kernels_and_a_dense_layer_is_not(kernels, target):
+    assert is_window_like(_named(kernels, "fused_conv2d"), target)
+    assert is_window_like(_named(kernels, "max_pool2d"), target)
+    assert not is_window_like(_named(kernels, "fused_matmul"), target)
+
+
+def _run(mod, target, inputs, out_shape):
+    _tvm = tvm()
+    runtime = _tvm.compile(mod, target=target).mod
+    out = _tvm.runtime.empty(out_shape, "float32")
+    runtime["main"](*[_tvm.runtime.tensor(x) for x in inputs], out)
+    return out.numpy()
+
+
+def test_every_variant_under_several_draws_computes_the_convolution(kernels, target):
+    mod = _named(kernels, "fused_conv2d")
+    rng = np.random.default_rng(0)
+    shapes = [[int(d) for d in b.shape] for b in param_buffers(mod["main"])]
+    inputs = [rng.uniform(0.5, 1.5, size=s).astype("float32") for s in shapes[:-1]]
+    expected = _run(mod, target, inputs, shapes[-1])
+    unit = vector_unit(target)
+    for order in ORDERS:
+        for seed in (1, 2, 3):
+            sch = Schedule(mod, seed=seed)
+            schedule_window(sch, unit, order=order)
+            assert "T.unroll" in sch.mod.script() and "T.vectorized" in sch.mod.script()
+            got = _run(sch.mod, target, inputs, shapes[-1])
+            np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_tiles_that_would_spill_are_rejected(kernels, target):
+    sch = Schedule(_named(kernels, "fused_conv2d"), seed=1)
+    schedule_window(sch, vector_unit(target))
+    rows, vectors = tile(sch)
+    assert TileFitsRegisters(rows * vectors + vectors + 1).apply(sch)
+    assert not TileFitsRegisters(rows * vectors + vectors).apply(sch)
+
+
+def test_metaschedule_samples_one_design_space_per_order(kernels, target):
+    mod = _named(kernels, "fused_conv2d")
+    context = metaschedule().TuneContext(
+        mod=mod, target=target, space_generator=space_generator(mod, target), task_name="main"
+    )
+    assert len(context.generate_design_space()) == len(ORDERS)
+
+
+def test_tuning_gives_convolutions_the_conv_space_by_default(kernels, target):
+    mods = [_named(kernels, "fused_conv2d"), _named(kernels, "fused_matmul")]
+    spaces = choose_spaces(mods, target, "default")
+    assert spaces.names[0] == "conv" and spaces.names[1] != "conv"
+    assert CONV_SPACE_KEY in spaces.key
+    assert choose_spaces(mods[:1], target, "metaschedule").names == ["metaschedule"]
+
+
+def test_the_conv_space_refuses_a_kernel_it_cannot_schedule(kernels, target):
+    with pytest.raises(TuneError, match="--space conv needs a CPU kernel whose one reduction"):
+        choose_spaces([_named(kernels, "fused_matmul")], target, "conv")
