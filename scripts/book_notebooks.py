@@ -11,6 +11,8 @@ layout is repaired (:func:`repair`): a cell split by a page break is joined agai
 indentation restored, and a line the PDF wrapped (``↪``, ``→``, a trailing ``_``) is joined.
 Nothing else changes in a code cell, except cells that download data (FashionMNIST, the MLP
 weights), which are replaced by a marked cell that makes arrays of the same shapes and dtypes.
+What the book's cells printed is kept as text, long outputs folded; MetaSchedule's logs it copied
+(chapter 4's tuning) become one folded block per cell, one line per log line (:func:`log_lines`).
 
 Cells the book runs to show an error, exercises left to the reader and cells that need a GPU are
 tagged ``raises-exception`` (nbclient then runs on) with the reason in ``metadata.mlc_book``.
@@ -119,7 +121,7 @@ def read_fences(lines: list[str], start: int, end: int) -> list[Fence]:
 
 _CONTINUES = "(continues on next page)"
 #: A line the PDF wrapped: the rest starts with one of these marks on the next line.
-_WRAP_MARK = re.compile(r"^\s*(?:↪|˓→|→|↵|↴|\$\\hookrightarrow\$)\s?")
+_WRAP_MARK = re.compile(r"^\s*(?:↪|˓→|→|←|↵|↴|\$\\hookrightarrow\$)\s?")
 #: A wrapped line may end with a visible-space mark ``_`` (after punctuation) or ``↴``.
 _WRAP_END = re.compile(r"(?<=[,(=+\-*/\[\s\"'])_$|\s*↴$")
 
@@ -380,7 +382,7 @@ def chapter_notebook(name: str, title: str, fences: list[Fence]) -> dict:
         ),
         _code("%load_ext mlc_jupyter", {"kind": "setup"}),
     ]
-    for fence in fences:
+    for fence in joined_outputs(fences):
         meta: dict = {"fence_line": fence.line}
         if fence.kind in "ce":
             text = cell_text(name, fence)
@@ -401,7 +403,13 @@ def chapter_notebook(name: str, title: str, fences: list[Fence]) -> dict:
             meta.update(kind="substituted", book_text=original)
             cells.append(_code(SUBSTITUTES[key], meta))
         else:
-            text = "\n".join(_unwrap(functools.reduce(operator.iadd, fence.parts, [])))
+            raw = functools.reduce(operator.iadd, fence.parts, [])
+            if fence.kind == "o" and is_log(raw):
+                meta["log"] = True
+                cells.append(_markdown(_folded("The book's output (MetaSchedule's log, ",
+                                                "\n".join(log_lines(raw))), meta))  # fmt: skip
+                continue
+            text = "\n".join(_unwrap(raw))
             label = {
                 "o": "The book's output:",
                 "m": "Listing (shown by the book, not run):",
@@ -430,8 +438,78 @@ def _fenced(label: str, text: str, fold: bool) -> str:
     n_lines = text.count("\n") + 1
     if not fold or n_lines <= FOLD_LINES:
         return f"{label}\n\n```\n{text}\n```"
-    summary = f"{label.rstrip(':')} ({n_lines} lines, folded)"
+    return _folded(label.rstrip(":") + " (", text)
+
+
+def _folded(summary_start: str, text: str) -> str:
+    """``text`` in a code fence inside a closed ``<details>`` whose summary says its length."""
+    summary = f"{summary_start}{text.count(chr(10)) + 1} lines, folded)"
     return f"<details>\n<summary>{summary}</summary>\n\n```text\n{text}\n```\n\n</details>"
+
+
+def joined_outputs(fences: list[Fence]) -> list[Fence]:
+    """Printed-output fences that follow each other with no prose between them joined into one:
+    the PDF cut one cell's output (MetaSchedule's log runs to pages) into many blocks."""
+    out: list[Fence] = []
+    for fence in fences:
+        if out and fence.kind == out[-1].kind == "o" and not fence.prose_before.strip():
+            previous = out[-1]
+            out[-1] = Fence(previous.line, [*previous.parts, *fence.parts],
+                            previous.prose_before, "o")  # fmt: skip
+        else:
+            out.append(fence)
+    return out
+
+
+#: The first line of a record of MetaSchedule's log (``2025-07-10 12:32:04 [INFO] ...``).
+_LOG_RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \[")
+#: A line MetaSchedule's log starts: a record, or a line of its task table and totals.
+_LOG_LINE = re.compile(
+    r"^(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \[|ID \||\d+ \| |-{5}|Total (?:trials|latency))"
+)
+_DASHES = re.compile(r"^-{5,}\+?$")
+
+
+def is_log(lines: list[str]) -> bool:
+    """True for a printed output that holds MetaSchedule's log (timestamped records)."""
+    return any(_LOG_RECORD.match(x.strip()) for x in lines)
+
+
+def log_lines(lines: list[str]) -> list[str]:
+    """MetaSchedule's log one line per line it printed: the PDF double-spaced the lines after a
+    page break and wrapped long ones (with or without a ``↪`` mark, mid-word too), and a line
+    that starts none of the log's kinds of line is the rest of the line before it."""
+    pieces: list[str] = []
+    for line in lines:
+        text = _WRAP_MARK.sub("", line).strip()
+        rule = re.match(r"^(-{5,}\+?)\s+(\S.*)$", text)  # a table rule with the next line
+        pieces.extend(rule.groups() if rule else [text] if text else [])
+    out: list[str] = []
+    for piece in pieces:
+        rest_of_rule = _DASHES.match(piece) and out and _DASHES.match(out[-1])
+        if not out or (_LOG_LINE.match(piece) and not rest_of_rule):
+            out.append(piece)
+            continue
+        head = out[-1]
+        if piece == '"' and head.count('"') % 2 == 0:  # the PDF repeated a closing quote
+            continue
+        if head.endswith("_"):  # the PDF's visible space at a wrap
+            head = head[:-1] + " "
+        glued = (
+            head.endswith(("-", " "))
+            or piece == '"'
+            or (head.endswith(".") and piece[:1].isdigit())
+        )
+        out[-1] = head + ("" if glued else " ") + piece
+    return [_full_rule(line, out[:k]) for k, line in enumerate(out)]
+
+
+def _full_rule(line: str, before: list[str]) -> str:
+    """A rule of the task table as wide as its heading (the PDF kept five dashes of it)."""
+    if not _DASHES.match(line):
+        return line
+    heading = next((x for x in reversed(before) if x.startswith("ID |")), line)
+    return "-" * len(heading)
 
 
 def _code(text: str, meta: dict, tags: list[str] | None = None) -> dict:
