@@ -217,11 +217,12 @@ def main() -> None:
     parser.add_argument("--before", action="store_true", help="also the tuner as it was")
     parser.add_argument("--before-trials", type=int, default=16)
     parser.add_argument("--compile-samples", type=int, default=4)
+    parser.add_argument("--compile-only", action="store_true", help="only the compile figures")
     args = parser.parse_args()
 
     print(f"host: {os.cpu_count()} logical cores; target: {H100['kind']} {H100['arch']}; "
           f"{args.size}^3 {args.dtype} matmul; costs synthetic (nothing runs)")  # fmt: skip
-    names = ["ours", "raw"] + (["before"] if args.before else [])
+    names = [] if args.compile_only else ["ours", "raw"] + (["before"] if args.before else [])
     rows = {}
     for name in names:
         trials = args.before_trials if name == "before" else args.trials
@@ -233,11 +234,12 @@ def main() -> None:
               f"search {row['search_s']:6.1f}s for {row['proposed']:4d} "
               f"= {row['search_s'] / max(row['proposed'], 1):.3f} s/candidate  "
               f"rounds [{per_round}]", flush=True)  # fmt: skip
-    ours, raw = rows["ours"], rows["raw"]
     per = {n: r["search_s"] / max(r["proposed"], 1) for n, r in rows.items()}
-    print(f"ours/raw: search s per candidate {per['ours'] / per['raw']:.2f}x, first candidate "
-          f"{ours['first_s'] / raw['first_s']:.2f}x, setup {ours['setup_s'] / raw['setup_s']:.2f}x"
-          f"  (below 1: ours is faster)")  # fmt: skip
+    if rows:
+        ours, raw = rows["ours"], rows["raw"]
+        print(f"ours/raw: search s per candidate {per['ours'] / per['raw']:.2f}x, first candidate "
+              f"{ours['first_s'] / raw['first_s']:.2f}x, setup "
+              f"{ours['setup_s'] / raw['setup_s']:.2f}x  (below 1: ours is faster)")  # fmt: skip
     if "before" in rows:
         print(f"before/ours: search s per candidate {per['before'] / per['ours']:.1f}x")
     times = compile_times(args.size, args.dtype, args.compile_samples)

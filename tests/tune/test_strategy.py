@@ -60,8 +60,8 @@ def cuda_source(candidate, target) -> str:
     return "\n".join(m.inspect_source() for m in rt_mod.imports)
 
 
-def test_the_first_cuda_round_is_a_full_batch_sampled_without_the_evolutionary_search():
-    from mlc_jupyter.tune.strategy import RandomFirstRound
+def test_the_first_cuda_rounds_are_a_small_one_then_a_full_batch_sampled_without_evolving():
+    from mlc_jupyter.tune.strategy import FIRST_ROUND, RandomFirstRound
 
     ms = metaschedule()
     target = cuda_target()
@@ -71,20 +71,24 @@ def test_the_first_cuda_round_is_a_full_batch_sampled_without_the_evolutionary_s
         max_trials=256, num_trials_per_iter=32, design_spaces=ctx.generate_design_space(),
         database=ms.database.MemoryDatabase(), cost_model=ms.cost_model.XGBModel(),
     )  # fmt: skip
-    assert strategy.phase == "random" and strategy.first_size == 32
-    with ms.Profiler() as profiler:
-        candidates = ctx.search_strategy.generate_measure_candidates()
-    assert len(candidates) == 32  # a full batch for the builder and runner
-    # no population was sampled or evolved for a cost model that has seen nothing yet
-    assert not [scope for scope in profiler.get() if scope.startswith("EvoSearch")]
+    assert strategy.plan == [("random", FIRST_ROUND), ("random", 32 - FIRST_ROUND),
+                             ("evolutionary", 256 - 32)]  # fmt: skip
+    for size in (FIRST_ROUND, 32 - FIRST_ROUND):
+        assert strategy.phase == "random"
+        with ms.Profiler() as profiler:
+            candidates = ctx.search_strategy.generate_measure_candidates()
+        # handed to the builder and runner without sampling or evolving a population for a
+        # cost model that has seen nothing
+        assert len(candidates) == size
+        assert not [scope for scope in profiler.get() if scope.startswith("EvoSearch")]
+        results = [ms.runner.RunnerResult([1e-3], None) for _ in candidates]
+        ctx.search_strategy.notify_runner_results(candidates, results)
     assert "__global__" in cuda_source(candidates[0], target)
-    results = [ms.runner.RunnerResult([1e-3], None) for _ in candidates]
-    ctx.search_strategy.notify_runner_results(candidates, results)
-    assert strategy.phase == "evolutionary"  # MetaSchedule's own search from round two on
+    assert strategy.phase == "evolutionary"  # MetaSchedule's own search from the next round on
 
 
-def test_a_task_with_records_skips_the_random_round():
-    from mlc_jupyter.tune.strategy import RandomFirstRound
+def test_a_task_with_records_skips_the_random_rounds():
+    from mlc_jupyter.tune.strategy import RandomFirstRound, plan_rounds
 
     ms = metaschedule()
     target = cuda_target()
@@ -107,8 +111,12 @@ def test_a_task_with_records_skips_the_random_round():
         max_trials=64, num_trials_per_iter=16, design_spaces=ctx.generate_design_space(),
         database=database, cost_model=ms.cost_model.XGBModel(),
     )  # fmt: skip
-    # a resumed run with the same seed would sample the first run's first round again
-    assert strategy.phase == "evolutionary" and strategy.first_size == 0
+    # a resumed run with the same seed would sample the first run's candidates again
+    assert strategy.plan == [("evolutionary", 64)] and strategy.phase == "evolutionary"
+    # a budget smaller than one batch is all random; a first round never exceeds the budget
+    assert plan_rounds(20, 64, False) == [("random", 8), ("random", 12)]
+    assert plan_rounds(5, 64, False) == [("random", 5)]
+    assert plan_rounds(100, 8, False) == [("random", 8), ("evolutionary", 92)]
 
 
 def test_a_cuda_search_uses_every_host_core_and_full_rounds():
