@@ -277,3 +277,9 @@ def test_frameworks_notebook_imports_resnet_and_an_encoder_and_races_them_agains
     _checked(_table_with(nb, "resnet_relax_tuned"), "resnet_relax_tuned")
     _checked(_table_with(nb, "MyModuleWithParams2_lib"), "MyModuleWithParams2_lib")
     assert "MyModuleWithParams2 prediction:" in _streams(nb)  # the cell checks both agree
+    # back to PyTorch: the tuned MLP as a module, as a torch.compile backend, as a program
+    streams = _streams(nb)
+    assert "same as PyTorch's" in streams  # the cell checks the module against PyTorch
+    _checked(_table_with(nb, "tvm_mlp", "mlp_relax_tuned"), "tvm_mlp", "mlp_relax_tuned")
+    assert "graph 1: 1 operators -> 1 kernels, 1 from tuned records" in streams
+    assert "ok: 1 output(s), largest difference" in streams  # the exported program's check

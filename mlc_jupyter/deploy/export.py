@@ -144,7 +144,9 @@ Needs TVM's Python package and NumPy (not mlc_jupyter, IPython or Jupyter). In a
 the ones the notebook's build gave.
 """
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np

@@ -61,8 +61,24 @@ def _device(kind):
 
 
 def _machine(library, kind):
-    """The Relax VM over the exported library, on the device of its target."""
-    return tvm.relax.VirtualMachine(tvm.runtime.load_module(library), _device(kind))
+    """The Relax VM over the exported library, on the device of its target.
+
+    TVM logs a line to stderr for each part of the library it loads; they are shown only when
+    loading fails.
+    """
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            return tvm.relax.VirtualMachine(tvm.runtime.load_module(library), _device(kind))
+        except Exception:
+            os.dup2(saved, 2)
+            log.seek(0)
+            sys.stderr.write(log.read().decode(errors="replace"))
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _tensor(array, device):
