@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..compilation import gpu_present, is_gpu_target
 from ..compilation.call import prepare, runtime_function, to_device
 from ..errors import DeployError, error_reason
 from ..tvm_compat import LOADER_RUNTIME
@@ -35,9 +36,11 @@ class Exported:
     def describe(self) -> str:
         files = [self.library, self.loader, *self.data]
         sizes = ", ".join(f"{p.name} ({_size(p)})" for p in files)
+        checked = any(p.name.endswith("_example.npz") for p in self.data)
+        check = f"check it: python {self.loader}" if checked else "no example to check it with"
         return (
             f"wrote {self.folder}: {sizes}\n"
-            f"check it: python {self.loader}\n"
+            f"{check}\n"
             f"use it: sys.path.insert(0, {str(self.folder)!r}); import {self.loader.stem}; "
             f"model = {self.loader.stem}.load(); out = model(x)"
         )
@@ -59,7 +62,8 @@ def export_build(obj: Any, path: str | Path, name: str = "the model") -> Exporte
             f"cannot write the export to {folder}: {err.strerror or err}",
             hint="give a folder that can be created or written",
         ) from None
-    sig = prepare(built, "main")
+    sig = prepare(built, "main", local=False)  # a GPU build exports on a machine without one
+    runnable = not is_gpu_target(built.target) or gpu_present(built.target)
     n_inputs = model_inputs(built, sig)
     example = list(built.origin.example_args) if built.origin is not None else []
     library = folder / f"{stem}_lib.so"  # not NAME.so: Python would import it for NAME.py
@@ -70,7 +74,7 @@ def export_build(obj: Any, path: str | Path, name: str = "the model") -> Exporte
         if weights:
             data.append(folder / f"{stem}_params.npz")
             np.savez(data[-1], *[np.asarray(w) for w in weights])
-        if len(example) == len(sig.params):
+        if runnable and len(example) == len(sig.params):
             data.append(folder / f"{stem}_example.npz")
             _save_example(built, sig, example, n_inputs, data[-1])
         loader = folder / f"{stem}.py"

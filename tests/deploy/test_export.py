@@ -145,3 +145,27 @@ def test_an_unbuilt_model_and_an_unwritable_path_get_clear_errors(shell, tmp_pat
     result = shell.run_cell(f"%mlc_export mlp_relax {tmp_path / 'out'}")
     assert isinstance(result.error_in_exec, DeployError)
     assert "%mlc_build mlp_relax first" in result.error_in_exec.hint
+
+
+def test_the_magic_documents_itself_and_a_missing_path_is_one_usage_line(shell):
+    doc = shell.find_line_magic("mlc_export").__doc__
+    assert "%mlc_export model path" in doc and "a loader to PATH" in doc
+    result = shell.run_cell("%mlc_export model_relax_lib")
+    assert type(result.error_in_exec).__name__ == "UsageError"
+    assert "the following arguments are required: path" in str(result.error_in_exec)
+
+
+def test_a_gpu_build_exports_without_a_gpu_but_does_not_run_here(tmp_path):
+    from mlc_jupyter.deploy import to_torch
+    from mlc_jupyter.errors import NoGPUError
+
+    if compilation.gpu_present("cuda"):
+        pytest.skip("this machine has a GPU")
+    x = torch.randn(2, 64, generator=torch.Generator().manual_seed(7))
+    built = compilation.build_module(import_model(_model(), x), "cuda")
+    exported = export_build(built, tmp_path / "gpu")
+    assert 'TARGET_KIND = "cuda"' in exported.loader.read_text()
+    assert exported.library.stat().st_size > 0 and exported.data == ()
+    assert "no example to check it with" in exported.describe()
+    with pytest.raises(NoGPUError, match="no GPU is present: main was built for cuda"):
+        to_torch(built)

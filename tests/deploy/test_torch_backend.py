@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from importlib import import_module
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,15 +89,31 @@ def test_options_of_torch_compile_reach_the_backend():
     assert [g.weights for g in backend.graphs] == [0, 0]
 
 
-def test_the_entry_point_torch_finds_by_name_is_the_backend():
+def test_torch_compile_finds_the_backend_by_name_through_the_packages_entry_point(tmp_path):
+    """What ``pip install`` writes for pyproject's entry point, on a path of its own: PyTorch's
+    own discovery then resolves ``backend="mlc_jupyter"`` (in a fresh interpreter)."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
-    target = project["project"]["entry-points"]["torch_dynamo_backends"]["mlc_jupyter"]
-    module, name = target.split(":")
-    backend = getattr(import_module(module), name)
-    model = _broken_model()
-    x = torch.randn(2, 16, generator=torch.Generator().manual_seed(4))
-    compiled = torch.compile(model, backend=backend, options={"params": "bound"})
-    torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+    backends = project["project"]["entry-points"]["torch_dynamo_backends"]
+    info = tmp_path / "mlc_jupyter_probe-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mlc-jupyter-probe\nVersion: 0\n")
+    lines = "".join(f"{name} = {target}\n" for name, target in backends.items())
+    (info / "entry_points.txt").write_text(f"[torch_dynamo_backends]\n{lines}")
+    program = (
+        "import torch\n"
+        "model = torch.nn.Linear(4, 2).eval()\n"
+        "x = torch.ones(3, 4)\n"
+        "compiled = torch.compile(model, backend='mlc_jupyter', options={'params': 'inputs'})\n"
+        "torch.testing.assert_close(compiled(x), model(x))\n"
+        "print('compiled by', type(torch._dynamo.lookup_backend('mlc_jupyter')).__name__)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    ran = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=300,
+        check=False,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert "compiled by function" in ran.stdout
 
 
 def test_an_operator_tvm_lacks_is_named_with_the_model_line():
