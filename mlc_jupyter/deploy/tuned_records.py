@@ -14,7 +14,7 @@ from typing import Any
 
 from ..compilation.default_schedule import Prepared
 from ..errors import DeployError
-from ..tune.records import open_database
+from ..tune.records import database_dirs, open_database
 from ..tune.report import TuneResult
 from ..tune.tasks import collect_tasks
 from ..tvm_compat import IS_SCHEDULED_ATTR, ir_module_type
@@ -29,15 +29,18 @@ class WithRecords:
 
 
 def work_dirs(records: Any) -> tuple[Path, ...]:
-    """The tuning work dirs ``records`` names: a :class:`TuneResult`, a folder, or several."""
+    """The tuning work dirs ``records`` names: a :class:`TuneResult`, a folder, or several (a
+    whole model's result or work dir stands for its kernels' work dirs)."""
     if records is None:
         return ()
     if isinstance(records, (list, tuple)):
         return tuple(d for item in records for d in work_dirs(item))
     if isinstance(records, TuneResult):
+        if records.task_work_dirs:  # a whole model's kernels keep a database each
+            return tuple(dict.fromkeys(Path(d) for d in records.task_work_dirs.values()))
         return (Path(records.work_dir),)
     if isinstance(records, (str, Path)):
-        return (Path(records),)
+        return tuple(database_dirs(records))
     raise DeployError(
         f"records must be a %mlc_tune result or a tuning work dir, not {type(records).__name__}"
     )

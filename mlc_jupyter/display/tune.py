@@ -198,22 +198,32 @@ def _cores(result: TuneResult) -> int:
     return int(attrs["num-cores"]) if "num-cores" in attrs else 1
 
 
-_TASK_HEAD = ("kernel", "calls", "share", "trials", "default", "tuned", "kept")
+_TASK_HEAD = (
+    "kernel", "calls", "share", "time", "trials", "new", "reused", "default", "tuned", "kept",
+    "shared with",
+)  # fmt: skip
 
 
 def model_task_rows(result: TuneResult) -> list[tuple[str, ...]]:
-    """A whole-model tune's table: each kernel's share, trials, latency before and after."""
+    """A whole-model tune's table: each kernel's share, the time spent on it, its records (new
+    and reused from earlier runs or other models), latency before and after, and the kernels of
+    the same structure that share its tuning (tuned once, for all of them)."""
     rows = [_TASK_HEAD]
     for t in result.model_tasks:
+        tuned_here = t.seconds > 0
         rows.append(
             (
                 t.name,
                 str(t.calls) if t.calls else "-",
                 f"{t.share:.1%}",
+                _duration(t.seconds) if tuned_here else "-",
                 str(t.trials) if t.trials else "-",
+                str(t.new) if tuned_here else "-",
+                str(t.reused) if tuned_here else "-",
                 _latency(t.before_s),
                 _latency(t.after_s),
                 t.kept,
+                ", ".join(t.shared_with) or "-",
             )
         )
     return rows
@@ -263,6 +273,12 @@ def result_text(result: TuneResult) -> str:
     if result.rpc:
         lines.append(f"  measured on RPC devices {result.rpc}")
     if result.model_tasks:
+        if result.phases:
+            lines.append(
+                "  time     "
+                + ", ".join(f"{k} {_duration(v)}" for k, v in result.phases.items())
+                + (f" of {_duration(result.time_budget_s)}" if result.time_budget_s else "")
+            )
         lines += ["  " + line for line in _aligned(model_task_rows(result))]
     lines += [f"  note: {note}" for note in result.notes]
     limits = cached_machine_limits() if result.peak_gflops else None

@@ -111,3 +111,90 @@ def has_converged(curve: Sequence[tuple[int, float]], records: int, new: int, ro
     before = best_at(curve, records - window)
     now = curve[-1][1]
     return before is not None and before <= now * (1 + CONVERGED_GAIN)
+
+
+#: The least time a whole model's tuned task gets, in seconds.
+MIN_TASK_TIME_S = 20.0
+#: The fewest trials a whole model's tuned task gets (about two small rounds of the search); a
+#: task's minimum slot is long enough to measure them at the run's pace.
+MIN_TASK_TRIALS = 16
+#: Seconds a candidate costs (compile and measure) before a run has measured any.
+PRIOR_CANDIDATE_S = 1.0
+#: Seconds a task costs beyond its search (seeding, re-timing the top records, the comparison)
+#: before a run has tuned any.
+PRIOR_OVERHEAD_S = 5.0
+#: A task's first round takes at most this share of its search time, so that a round of slow
+#: candidates cannot use up the slot before the cost model has learned anything.
+FIRST_ROUND_SHARE = 0.5
+#: Time kept free at the end of a model's budget beyond the final timing's estimate.
+END_MARGIN_SHARE = 0.02
+
+
+@dataclass
+class TimeLedger:
+    """Where a whole model's time goes: its deadline, what the end needs, and the pace so far.
+
+    ``deadline`` is a ``perf_counter()`` value (``None``: no time limit); ``final_s`` the time
+    kept for the end (building the tuned model and timing it against the default). Each tuned
+    task is noted (:meth:`note`) so the next slot is sized at the pace this run measures.
+    """
+
+    deadline: float | None
+    final_s: float = 0.0
+    searched_s: float = 0.0
+    candidates: int = 0
+    overhead_s: float = 0.0
+    tasks: int = 0
+
+    def candidate_s(self) -> float:
+        """Seconds a candidate costs in this run (the prior until some were measured)."""
+        if self.candidates < MIN_TASK_TRIALS:
+            return PRIOR_CANDIDATE_S
+        return self.searched_s / self.candidates
+
+    def task_overhead_s(self) -> float:
+        """Seconds a task costs beyond its search (the prior until a task was tuned)."""
+        return self.overhead_s / self.tasks if self.tasks else PRIOR_OVERHEAD_S
+
+    def min_slot_s(self) -> float:
+        """The shortest slot worth giving a task: its overhead and ``MIN_TASK_TRIALS`` trials."""
+        return max(MIN_TASK_TIME_S, self.task_overhead_s() + MIN_TASK_TRIALS * self.candidate_s())
+
+    def left_s(self, now: float, total_s: float) -> float:
+        """Seconds left for tasks: up to the deadline, less the end's time and a margin."""
+        if self.deadline is None:
+            return float("inf")
+        return self.deadline - now - self.final_s - END_MARGIN_SHARE * total_s
+
+    def note(self, searched_s: float, new: int, task_s: float) -> None:
+        """One task tuned: ``new`` candidates in ``searched_s``, ``task_s`` in all."""
+        self.searched_s += searched_s
+        self.candidates += new
+        self.overhead_s += max(0.0, task_s - searched_s)
+        self.tasks += 1
+
+
+def slot_s(shares: Sequence[float], left_s: float, min_slot_s: float) -> float:
+    """The seconds of the first of the tasks still to tune (``shares``: this task's share of
+    the latency, then the others'), ``0.0`` when no slot fits.
+
+    Each task gets its part of ``left_s`` by share, but at least ``min_slot_s``; when not all of
+    them fit a minimum slot, the smallest shares get none (they keep their default schedule), so
+    the slots given never add up to more than ``left_s``.
+    """
+    count = len(shares)
+    while count and count * min_slot_s > left_s:
+        count -= 1
+    if not count:
+        return 0.0
+    kept = shares[:count]
+    total = sum(kept)
+    part = kept[0] / total if total > 0 else 1.0 / count
+    return min(max(min_slot_s, left_s * part), left_s - (count - 1) * min_slot_s)
+
+
+def round_size(search_s: float, candidate_s: float, low: int, high: int) -> int:
+    """Candidates per round of a task with ``search_s`` seconds: a first round takes at most
+    ``FIRST_ROUND_SHARE`` of them at ``candidate_s`` a candidate, within ``[low, high]``."""
+    fits = int(search_s * FIRST_ROUND_SHARE / max(candidate_s, 1e-3))
+    return max(low, min(high, fits))

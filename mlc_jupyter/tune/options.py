@@ -67,8 +67,11 @@ def tuning_target(spec: Any = None, rpc: RPCSpec | None = None) -> Any:
     return tvm().target.Target(config)
 
 
-def work_dir_for(workload: Any, target: Any, kind: str, space_key: str = "") -> Path:
-    """The default work dir of a workload: ``<cache>/tune/<kind>-<hash of workload+target+space>``.
+def work_dir_for(
+    workload: Any, target: Any, kind: str, space_key: str = "", root: Path | None = None
+) -> Path:
+    """The default work dir of a workload: ``<cache>/tune/<kind>-<hash of workload+target+space>``
+    (under ``root`` instead of ``<cache>/tune`` when given).
 
     Tunes of one workload in different search spaces keep separate databases: a record of one
     space is no answer for the other. ``space_key`` is :attr:`.spaces.Spaces.key` (``""`` for
@@ -78,4 +81,4 @@ def work_dir_for(workload: Any, target: Any, kind: str, space_key: str = "") -> 
     if space_key:
         key += f"|{space_key}"
     digest = hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:16]
-    return cache_dir() / "tune" / f"{kind}-{digest}"
+    return (root if root is not None else cache_dir() / "tune") / f"{kind}-{digest}"

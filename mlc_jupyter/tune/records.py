@@ -15,6 +15,8 @@ from .tasks import Tasks
 
 WORKLOADS_FILE = "database_workload.json"
 RECORDS_FILE = "database_tuning_record.json"
+#: A whole model's work dir lists its kernels' work dirs (their databases) here.
+KERNEL_DIRS_FILE = "kernel_work_dirs.json"
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,27 @@ def open_database(work_dir: str | Path) -> Any:
             hint="give the work dir that %mlc_tune printed (TuneResult.work_dir)",
         )
     return _json_database(work, allow_missing=False)
+
+
+def write_kernel_dirs(work_dir: Path, dirs: dict[str, str]) -> None:
+    """Note in a whole model's work dir where each of its kernels keeps its database."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    (work_dir / KERNEL_DIRS_FILE).write_text(json.dumps(dirs, indent=1))
+
+
+def database_dirs(work_dir: str | Path) -> list[Path]:
+    """The work dirs whose databases ``work_dir`` stands for: itself when it holds one, else
+    (a whole model's) the kernel work dirs it lists."""
+    work = Path(work_dir)
+    if (work / RECORDS_FILE).is_file() or not (work / KERNEL_DIRS_FILE).is_file():
+        return [work]
+    try:
+        listed = json.loads((work / KERNEL_DIRS_FILE).read_text())
+    except (OSError, ValueError):
+        return [work]
+    return list(
+        dict.fromkeys(Path(d) for d in listed.values() if (Path(d) / RECORDS_FILE).is_file())
+    )
 
 
 @dataclass

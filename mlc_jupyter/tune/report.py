@@ -45,9 +45,13 @@ class TuneProgress:
 class ModelTask:
     """One kernel of a whole-model tune: how much of the model it is and what tuning did.
 
-    ``share`` is its part of the model's latency under the default build; ``before_s`` /
-    ``after_s`` its default and tuned kernel per call, timed in turns; ``kept`` says which
-    one the tuned model uses (``"tuned"`` or ``"default"``).
+    ``share`` is its part of the model's latency under the default build; ``trials`` the records
+    its database holds for it, ``new`` of them measured by this run and ``reused`` from earlier
+    runs (of this model or any other with the same kernel); ``seconds`` the time this run spent
+    on it (seeding, search, re-timing, comparison); ``before_s`` / ``after_s`` its default and
+    tuned kernel per call, timed in turns; ``kept`` says which one the tuned model uses
+    (``"tuned"`` or ``"default"``). Kernels of the same structure are tuned once:
+    ``shared_with`` names the other kernels of the model that share this one's tuning.
     """
 
     name: str
@@ -57,6 +61,10 @@ class ModelTask:
     before_s: float | None
     after_s: float | None
     kept: str
+    seconds: float = 0.0
+    new: int = 0
+    reused: int = 0
+    shared_with: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -102,6 +110,11 @@ class TuneResult:
     time_budget_s: float | None = None
     #: for a whole model (``kind="model"``): each kernel's share, trials, latency before/after
     model_tasks: tuple[ModelTask, ...] = ()
+    #: for a whole model: each kernel's work dir (its database, shared with any model and any
+    #: ``%mlc_tune`` of the same kernel), and the seconds of each phase of the run (``plan``:
+    #: default build and profile, ``tasks``, ``final``: tuned model built and timed)
+    task_work_dirs: dict[str, str] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     #: what compiled the GPU candidates (``"nvrtc"`` or ``"nvcc"``; ``""`` on a CPU)
     compiler: str = ""

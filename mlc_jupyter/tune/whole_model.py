@@ -9,13 +9,21 @@ trials on warming up. Here:
    are the PrimFuncs the module brings itself (called with ``R.call_tir`` or
    ``R.call_dps_packed``), unless their shapes are symbolic. ``func`` picks one (the book's §4.6).
 2. A per-kernel profile of the default build gives each task its share of the model's latency;
-   the budget (trials or time) is split in proportion, and a kernel under :data:`MIN_SHARE` keeps
-   its default schedule.
+   a kernel under :data:`MIN_SHARE` keeps its default schedule. Kernels of the same structure
+   (structurally equal workloads) are one task: tuned once, the result used by each.
 3. Tasks are tuned one after the other, the largest share first, each by
-   :func:`.kernel.tune_kernel` in one work dir (one database: running the same tune again resumes every task). A task's default
-   schedule is committed to the database first, so the search starts from it, not from scratch.
-   Ctrl-C stops after the batch in flight and keeps whatever is tuned.
-4. A tuned kernel replaces the default one only when it is faster (by :data:`KEEP_MARGIN`), both
+   :func:`.kernel.tune_kernel` in the kernel's own work dir: the one ``%mlc_tune`` of that kernel
+   alone uses (under ``work_dir/kernels`` when the user gives a work dir). Its database is
+   shared by every model with that kernel and by a restart, so known records are counted as
+   reused and not measured again. A task's default schedule is committed to the database first,
+   so the search starts from it. Ctrl-C stops after the batch in flight and keeps what is tuned.
+4. A trial budget is split by share (at least :data:`~.budget.MIN_TASK_TRIALS` a task). A time
+   budget covers the whole run: the profile, every task and the end (building the tuned model
+   and timing it); each task's slot is its share of what is left after the time the end needs,
+   at least a minimum slot sized at the pace measured so far, and tasks that no minimum slot fits
+   keep their default schedule (:class:`~.budget.TimeLedger`). A task's rounds are small enough
+   that the first fits half its slot.
+5. A tuned kernel replaces the default one only when it is faster (by :data:`KEEP_MARGIN`), both
    timed in turns; the tuned model is then timed against the default build in turns.
 """
 
@@ -40,27 +48,29 @@ from ..tvm_compat import (
     metaschedule,
     prim_func_type,
     remove_weight_layout_rewrite,
+    structural_equal,
+    structural_hash,
     tvm,
 )
-from .budget import Budget, budget_for
-from .kernel import tune_kernel
+from .budget import MIN_TASK_TRIALS, Budget, TimeLedger, budget_for, round_size, slot_s
+from .kernel import MAX_PER_ITER, MIN_PER_ITER, tune_kernel
 from .options import SearchOptions, tuning_target, work_dir_for
-from .records import create_database
+from .records import create_database, write_kernel_dirs
 from .report import ModelTask, TuneResult
+from .spaces import choose_spaces
 from .tasks import collect_tasks
 from .timing import KernelSamplers, in_turns
 
 #: A kernel with a smaller share of the model's latency keeps its default schedule.
 MIN_SHARE = 0.01
-#: The fewest trials a tuned task gets (about two rounds of the search).
-MIN_TASK_TRIALS = 16
-#: The least time a tuned task gets, in seconds.
-MIN_TASK_TIME_S = 20.0
 #: A tuned kernel replaces the default one only when it is faster by more than this share (a
 #: tie within the noise of the timing keeps the schedule the build already has).
 KEEP_MARGIN = 0.02
-#: Where a work dir keeps each kernel's calls, seconds and share of the model's latency.
+#: Where a work dir keeps each kernel's calls, seconds and share of the model's latency, and how
+#: long the plan and the end of the last run took.
 SHARES_FILE = "model_shares.json"
+#: Where a work dir's kernels keep their databases under a work dir the user gave.
+KERNELS_DIR = "kernels"
 #: Rounds of the before/after timing of each kernel.
 COMPARE_ROUNDS = 5
 
@@ -76,6 +86,22 @@ class _Task:
     calls: int = 0
     seconds: float = 0.0  # per model call, from the profile
     share: float = 0.0
+    workload: Any = None  # the kernel as its database stores it (``main``, no-alias)
+
+
+@dataclass
+class _Group:
+    """Kernels of one structure: tuned once (the first, the largest share), used by all."""
+
+    tasks: list[_Task]
+
+    @property
+    def lead(self) -> _Task:
+        return self.tasks[0]
+
+    @property
+    def share(self) -> float:
+        return sum(t.share for t in self.tasks)
 
 
 @dataclass
@@ -84,6 +110,22 @@ class _Plan:
     tasks: list[_Task] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # kernels that cannot be tuned, and why
     profiled: bool = True
+    final_s: float = 0.0  # what the end of the run is expected to take
+
+
+@dataclass
+class _Outcome:
+    """What the tasks of a run made: the rows, the kernels chosen, the totals."""
+
+    rows: list[ModelTask] = field(default_factory=list)
+    chosen: dict[str, Any] = field(default_factory=dict)
+    workloads: dict[str, Any] = field(default_factory=dict)
+    dirs: dict[str, str] = field(default_factory=dict)
+    traces: list[Any] = field(default_factory=list)
+    new: int = 0
+    records: int = 0
+    stop_reason: str = "trials"
+    interrupted: bool = False
 
 
 def tune_model(
@@ -100,12 +142,14 @@ def tune_model(
     """Tune every kernel of a Relax model (or ``func`` only) within one budget.
 
     ``model`` is a Relax IRModule or an imported model. ``budget`` is the whole model's, split
-    by latency share. ``on_task(index, total, task)`` hears when each task starts (``total``:
-    the kernels this budget reaches, :func:`planned_tasks`);
-    ``search.on_progress`` gets each task's progress events. Returns a :class:`TuneResult` whose
-    ``mod`` is the tuned model and whose ``model_tasks`` say, per kernel, its share, trials and
-    latency before and after.
+    by latency share; its time covers the whole run, the profile and the final timing included.
+    ``on_task(index, total, task)`` hears when each task starts (``total``: the tasks this
+    budget reaches, :func:`planned_tasks`); ``search.on_progress`` gets each task's progress
+    events. Returns a :class:`TuneResult` whose ``mod`` is the tuned model
+    and whose ``model_tasks`` say, per kernel, its share, records, time and latency before and
+    after.
     """
+    start = perf_counter()
     origin = model if isinstance(model, ImportedModel) else getattr(model, "origin", None)
     mod = getattr(model, "mod", model)
     target = tuning_target(target)
@@ -117,76 +161,151 @@ def tune_model(
         reasons = "; ".join(plan.skipped) or "it has no kernels"
         raise TuneError(f"nothing in this model can be tuned: {reasons}")
     tuned_tasks = [t for t in plan.tasks if t.share >= MIN_SHARE or func or not plan.profiled]
-    shares = _shares(tuned_tasks)
-    planned = planned_tasks(budget, [shares[t.name] for t in tuned_tasks])
-    start = perf_counter()
-    rows: list[ModelTask] = []
-    chosen: dict[str, Any] = {}
-    workloads: dict[str, Any] = {}
-    traces: list[Any] = []
-    stop_reason, new, records, interrupted = "trials", 0, 0, False
-    trials_left = budget.trials
-    for index, task in enumerate(tuned_tasks):
-        left = sum(shares[t.name] for t in tuned_tasks[index:])
-        task_trials, task_time = _task_budget(budget, shares[task.name], left, start)
-        if task_trials is not None and trials_left is not None:
-            task_trials = min(task_trials, trials_left)
-        row = ModelTask(task.name, task.calls, task.share, 0, None, None, "default")
-        spent = task_trials == 0 or (task_time is not None and task_time <= 0)
-        if interrupted or spent:
-            rows.append(row)  # the budget is spent: this kernel keeps its default schedule
-            continue
-        if on_task is not None:
-            on_task(index, planned, row)
-        result = _tune_task(task, target, task_trials, task_time, work, search)
-        new += result.trials_new
-        records += result.n_records
-        if trials_left is not None:
-            trials_left = max(0, trials_left - (task_trials or 0))
-        workloads.update(result.task_workloads)
-        traces.append(result.trace)
-        interrupted = result.interrupted
-        stop_reason = result.stop_reason if result.stop_reason != "trials" else stop_reason
-        before, after = _compare(task, result.mod, target) if search.rpc is None else (None, None)
-        keep = after is not None and before is not None and after < before * (1 - KEEP_MARGIN)
-        if keep or (search.rpc is not None and result.mod is not None):
-            chosen[task.name] = result.mod["main"]
-        rows.append(
-            ModelTask(
-                task.name, task.calls, task.share, result.n_records, before, after,
-                "tuned" if task.name in chosen else "default",
-            )
-        )  # fmt: skip
-    rows += [
+    groups = _groups(tuned_tasks)
+    kernels_root = work / KERNELS_DIR if work_dir else None
+    dirs = {
+        t.name: _kernel_dir(t.workload, target, search.space, kernels_root) for t in tuned_tasks
+    }
+    if fresh:
+        for path in set(dirs.values()):
+            shutil.rmtree(path, ignore_errors=True)
+    write_kernel_dirs(work, {name: str(path) for name, path in dirs.items()})
+    deadline = None if budget.time_s is None else start + budget.time_s
+    ledger = TimeLedger(deadline, plan.final_s)
+    planned = perf_counter()
+    out = _tune_groups(groups, dirs, target, budget, search, ledger, on_task)
+    out.rows += [
         ModelTask(t.name, t.calls, t.share, 0, None, None, "default")
         for t in plan.tasks
         if t not in tuned_tasks
     ]
-    tuned_mod = _assemble(plan.prepared, chosen)
+    tuned = perf_counter()
+    tuned_mod = _assemble(plan.prepared, out.chosen)
     baseline, latency, timing = _time_models(plan.prepared, tuned_mod, origin, target, search.rpc)
+    end = perf_counter()
+    _save_final_s(work, end - tuned)
     return TuneResult(
         workload=mod,
         mod=tuned_mod,
-        trace=next((t for t in traces if t is not None), None),  # of the largest kernel tuned
+        trace=next((t for t in out.traces if t is not None), None),  # of the largest kernel tuned
         best_latency_s=latency,
         baseline_latency_s=baseline,
         target=target,
         work_dir=str(work),
-        n_records=records,
+        n_records=out.records,
         trials_requested=budget.trials or 0,
-        trials_new=new,
-        interrupted=interrupted,
+        trials_new=out.new,
+        resumed_from=out.records - out.new,
+        interrupted=out.interrupted,
         kind="model",
-        elapsed_s=perf_counter() - start,
-        task_workloads=workloads,
+        elapsed_s=end - start,
+        task_workloads=out.workloads,
         rpc=search.rpc,
-        stop_reason="interrupted" if interrupted else stop_reason,
+        stop_reason="interrupted" if out.interrupted else out.stop_reason,
         timing=timing,
         time_budget_s=budget.time_s,
-        model_tasks=tuple(sorted(rows, key=lambda r: -r.share)),
+        model_tasks=tuple(sorted(out.rows, key=lambda r: -r.share)),
         notes=tuple(plan.skipped),
         origin=origin,
+        task_work_dirs=out.dirs,
+        phases={"plan": planned - start, "tasks": tuned - planned, "final": end - tuned},
     )
+
+
+def _groups(tasks: list[_Task]) -> list[_Group]:
+    """The tasks grouped by structure (their workloads structurally equal), largest share first."""
+    groups: dict[int, list[_Group]] = {}
+    for task in tasks:  # tasks come largest share first, so each group's lead is its largest
+        candidates = groups.setdefault(int(structural_hash(task.workload)), [])
+        same = next(
+            (g for g in candidates if structural_equal(g.lead.workload, task.workload)), None
+        )
+        if same is None:
+            candidates.append(_Group([task]))
+        else:
+            same.tasks.append(task)
+    return sorted((g for gs in groups.values() for g in gs), key=lambda g: -g.share)
+
+
+def _kernel_dir(workload: Any, target: Any, space: Any, root: Path | None) -> Path:
+    """A kernel's work dir: the one ``%mlc_tune`` of that kernel alone uses (``root``: under a
+    work dir the user gave), so every model with this kernel shares its records."""
+    key = choose_spaces([workload], target, space).key
+    return work_dir_for(workload, target, "tir", key, root)
+
+
+def _tune_groups(
+    groups: list[_Group], dirs: dict[str, Path], target: Any, budget: Budget,
+    search: SearchOptions, ledger: TimeLedger, on_task: TaskStart | None,
+) -> _Outcome:  # fmt: skip
+    """Tune each group in turn within its slot of the budget; the rows of every kernel."""
+    out = _Outcome()
+    targets = _trial_targets([g.share for g in groups], budget.trials)
+    planned = planned_tasks(budget, [g.share for g in groups])
+    for index, group in enumerate(groups):
+        task = group.lead
+        task_trials = targets[index]
+        task_time = None
+        if ledger.deadline is not None:
+            left = ledger.left_s(perf_counter(), budget.time_s or 0.0)
+            slot = slot_s([g.share for g in groups[index:]], left, ledger.min_slot_s())
+            task_time = max(0.0, slot - ledger.task_overhead_s())
+            if task_time <= 0 and not out.interrupted:
+                out.stop_reason = "time"  # a task left untuned because the time is spent
+        if out.interrupted or task_trials == 0 or task_time == 0:
+            out.rows += _default_rows(group)  # the budget is spent: default schedules
+            continue
+        if on_task is not None:
+            lead = ModelTask(task.name, task.calls, group.share, 0, None, None, "default")
+            on_task(index, planned, dataclasses.replace(lead, shared_with=_others(group)))
+        per_iter = search.per_iter
+        if per_iter is None and task_time is not None:
+            per_iter = round_size(task_time, ledger.candidate_s(), MIN_PER_ITER, MAX_PER_ITER)
+        began = perf_counter()
+        work = dirs[task.name]
+        seeded = task.trace is not None and _seed_with_default(task, target, work)
+        options = dataclasses.replace(search, per_iter=per_iter)
+        result = _tune_task(task, target, task_trials, task_time, work, options)
+        before, after = _compare(task, result.mod, target) if search.rpc is None else (None, None)
+        spent = perf_counter() - began
+        ledger.note(result.elapsed_s, result.trials_new, spent)
+        keep = after is not None and before is not None and after < before * (1 - KEEP_MARGIN)
+        keep = keep or (search.rpc is not None and result.mod is not None)
+        out.new += result.trials_new
+        out.records += result.n_records
+        out.traces.append(result.trace)
+        out.interrupted = result.interrupted
+        if result.stop_reason not in ("trials", ""):
+            out.stop_reason = result.stop_reason
+        out.workloads.update({t.name: task.workload for t in group.tasks})
+        kept = "tuned" if keep else "default"
+        reused = result.resumed_from - int(seeded)
+        for member in group.tasks:
+            out.dirs[member.name] = str(work)
+            if keep:
+                out.chosen[member.name] = result.mod["main"]
+            lead = member is task
+            out.rows.append(
+                ModelTask(
+                    member.name, member.calls, member.share, result.n_records, before, after,
+                    kept, seconds=spent if lead else 0.0, new=result.trials_new if lead else 0,
+                    reused=reused if lead else 0,
+                    shared_with=_others(group, member),
+                )
+            )  # fmt: skip
+    return out
+
+
+def _others(group: _Group, member: _Task | None = None) -> tuple[str, ...]:
+    member = member or group.lead
+    return tuple(t.name for t in group.tasks if t is not member)
+
+
+def _default_rows(group: _Group) -> list[ModelTask]:
+    return [
+        ModelTask(t.name, t.calls, t.share, 0, None, None, "default", shared_with=_others(group, t))
+        for t in group.tasks
+    ]
 
 
 def _plan(mod: Any, target: Any, func: str | None, origin: Any, work: Path) -> _Plan:
@@ -206,7 +325,8 @@ def _plan(mod: Any, target: Any, func: str | None, origin: Any, work: Path) -> _
         if not _static(source):
             plan.skipped.append(f"{name} has symbolic shapes (MetaSchedule tunes fixed shapes)")
             continue
-        plan.tasks.append(_Task(name, source, kernel, prepared.traces.get(name)))
+        workload = collect_tasks(tvm().IRModule({name: source}), target).mods[0]
+        plan.tasks.append(_Task(name, source, kernel, prepared.traces.get(name), workload=workload))
     if func is not None and not any(t.name == func for t in plan.tasks) and not plan.skipped:
         names = sorted(
             gv.name_hint
@@ -216,26 +336,45 @@ def _plan(mod: Any, target: Any, func: str | None, origin: Any, work: Path) -> _
         raise TuneError(
             f"no kernel {func!r} in this model", hint=f"its kernels: {', '.join(names) or 'none'}"
         )
-    saved = _saved_shares(work)
-    if saved and {t.name for t in plan.tasks} <= set(saved):
+    saved = _saved(work)
+    kernels = saved.get("kernels", {})
+    if kernels and {t.name for t in plan.tasks} <= set(kernels):
         for task in plan.tasks:
-            task.calls, task.seconds, task.share = saved[task.name]
+            task.calls, task.seconds, task.share = kernels[task.name]
         plan.tasks.sort(key=lambda t: -t.share)
+        plan.final_s = float(saved.get("final_s") or saved.get("plan_s") or 0.0)
         return plan
+    began = perf_counter()
     _profile(plan, target, origin)
+    # the end builds the tuned model and times it beside the default one: about the profile's work
+    plan.final_s = float(saved.get("final_s") or perf_counter() - began)
     if plan.profiled:
-        work.mkdir(parents=True, exist_ok=True)
         rows = {t.name: [t.calls, t.seconds, t.share] for t in plan.tasks}
-        (work / SHARES_FILE).write_text(json.dumps(rows, indent=1))
+        _save(work, {**saved, "kernels": rows, "plan_s": perf_counter() - began})
     return plan
 
 
-def _saved_shares(work: Path) -> dict[str, tuple[int, float, float]]:
+def _saved(work: Path) -> dict[str, Any]:
+    """What the work dir's :data:`SHARES_FILE` holds (nothing when missing, torn or older)."""
     try:
-        rows = json.loads((work / SHARES_FILE).read_text())
-        return {name: (int(c), float(s), float(f)) for name, (c, s, f) in rows.items()}
-    except (OSError, ValueError, TypeError):
+        saved = json.loads((work / SHARES_FILE).read_text())
+        kernels = saved["kernels"]
+        saved["kernels"] = {n: (int(c), float(s), float(f)) for n, (c, s, f) in kernels.items()}
+        return saved
+    except (OSError, ValueError, TypeError, KeyError):
         return {}
+
+
+def _save(work: Path, saved: dict[str, Any]) -> None:
+    work.mkdir(parents=True, exist_ok=True)
+    (work / SHARES_FILE).write_text(json.dumps(saved, indent=1))
+
+
+def _save_final_s(work: Path, seconds: float) -> None:
+    """Keep how long the end took, so the next run of this model keeps that much time for it."""
+    saved = _saved(work)
+    if saved:
+        _save(work, {**saved, "final_s": seconds})
 
 
 def _static(func: Any) -> bool:
@@ -272,63 +411,46 @@ def _with_origin(built: Any, origin: Any) -> Any:
     return dataclasses.replace(built, origin=origin)
 
 
-def _shares(tasks: list[_Task]) -> dict[str, float]:
-    """Each task's part of the budget: its share of the latency of the tasks tuned."""
-    total = sum(t.share for t in tasks)
-    if total <= 0:
-        return {t.name: 1.0 / len(tasks) for t in tasks}
-    return {t.name: t.share / total for t in tasks}
-
-
-def planned_tasks(budget: Any, shares: list[float]) -> int:
+def planned_tasks(budget: Budget, shares: list[float]) -> int:
     """How many of the tasks (largest share first) a budget of trials reaches: each takes its
-    share, at least :data:`MIN_TASK_TRIALS`, until the trials are spent. A time budget gives
-    every task a slot (:data:`MIN_TASK_TIME_S` at least), so all of them."""
+    share, at least :data:`~.budget.MIN_TASK_TRIALS`. A time budget may reach them all (each
+    slot is decided when its task starts, at the pace measured by then)."""
     if budget.trials is None:
         return len(shares)
-    left, count = budget.trials, 0
-    for share in shares:
-        if left <= 0:
-            break
-        left -= max(MIN_TASK_TRIALS, round(budget.trials * share))
-        count += 1
-    return count
+    return sum(1 for target in _trial_targets(shares, budget.trials) if target)
 
 
-def _task_budget(
-    budget: Any, share: float, share_left: float, start: float
-) -> tuple[int | None, float | None]:
-    """The trials and seconds of one task: its share of the model's budget, at least a minimum.
-
-    A task's time is its part of the time left among the tasks not tuned yet (``share_left`` is
-    their shares' sum), so time a task leaves over (it converged) goes to the ones after it.
-    """
-    trials = None if budget.trials is None else max(MIN_TASK_TRIALS, round(budget.trials * share))
-    seconds = None
-    if budget.time_s is not None:
-        left = budget.time_s - (perf_counter() - start)
-        part = share / share_left if share_left > 0 else 1.0
-        seconds = max(MIN_TASK_TIME_S, left * part) if left > 0 else 0.0
-    return trials, seconds
+def _trial_targets(shares: list[float], trials: int | None) -> list[int | None]:
+    """The records each group should have: its share of the trials, at least
+    :data:`~.budget.MIN_TASK_TRIALS` (the smallest shares get none when not all fit). A group
+    measures only what its database lacks, so records reused from an earlier run or another
+    model spend none of the budget, and a rerun measures nothing new."""
+    if trials is None:
+        return [None] * len(shares)
+    targets: list[int | None] = []
+    left = trials
+    for index in range(len(shares)):
+        target = int(slot_s(shares[index:], float(left), float(MIN_TASK_TRIALS)))
+        targets.append(target)
+        left -= target
+    return targets
 
 
 def _tune_task(
     task: _Task, target: Any, trials: int | None, seconds: float | None, work: Path,
     search: SearchOptions,
 ) -> TuneResult:  # fmt: skip
-    workload = tvm().IRModule({task.name: task.func})
-    if task.trace is not None:  # the seed counts among the task's earlier trials
-        _seed_with_default(workload, task, target, work)
+    workload = tvm().IRModule({task.name: task.func})  # the seed counts among earlier trials
     return tune_kernel(
         workload, target, budget_for(trials, seconds), search, work_dir=work, baseline=False
     )
 
 
-def _seed_with_default(workload: Any, task: _Task, target: Any, work: Path) -> bool:
+def _seed_with_default(task: _Task, target: Any, work: Path) -> bool:
     """Commit the default schedule to the database as a measured record (once per task), so the
     evolutionary search starts from it; ``True`` when it did now."""
     ms = metaschedule()
-    task_mod = collect_tasks(workload, target).mods[0]
+    task_mod = task.workload
     database = create_database(work)
     if database.has_workload(task_mod) and database.get_top_k(
         database.commit_workload(task_mod), 1

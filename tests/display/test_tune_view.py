@@ -85,3 +85,27 @@ def test_a_gpu_tune_says_which_compiler_built_its_candidates():
         target=None, work_dir="/work/dir", n_records=64, compiler="nvcc",
     )  # fmt: skip
     assert "  compiler nvcc" in result_text(result).splitlines()
+
+
+def test_a_whole_model_table_shows_where_the_time_went_and_which_kernels_shared_a_tuning():
+    from mlc_jupyter.tune import ModelTask
+
+    rows = (
+        ModelTask("conv_a", 2, 0.6, 40, 2e-3, 1e-3, "tuned", seconds=90.0, new=24, reused=16,
+                  shared_with=("conv_b",)),
+        ModelTask("conv_b", 1, 0.3, 40, 2e-3, 1e-3, "tuned", shared_with=("conv_a",)),
+        ModelTask("pool", 1, 0.1, 0, None, None, "default"),
+    )  # fmt: skip
+    result = TuneResult(
+        workload=None, mod=None, trace=None, best_latency_s=3e-3, baseline_latency_s=5e-3,
+        target=None, work_dir="/work/model", n_records=40, trials_new=24, resumed_from=16,
+        kind="model", model_tasks=rows, time_budget_s=120.0,
+        phases={"plan": 5.0, "tasks": 90.0, "final": 10.0},
+    )  # fmt: skip
+    text = result_text(result)
+    assert "time     plan 5s, tasks 1m30s, final 10s of 2m" in text
+    head, lead, other, pool = (line.split() for line in text.splitlines()[-4:])
+    assert head[3:7] == ["time", "trials", "new", "reused"]
+    assert lead[:7] == ["conv_a", "2", "60.0%", "1m30s", "40", "24", "16"]
+    assert lead[-1] == "conv_b" and other[-1] == "conv_a" and other[3] == "-"
+    assert pool[-2:] == ["default", "-"]

@@ -8,10 +8,16 @@ from mlc_jupyter.errors import TuneError
 from mlc_jupyter.tune.budget import (
     CONVERGE_MIN_TRIALS,
     DEFAULT_TIME_S,
+    MIN_TASK_TIME_S,
+    MIN_TASK_TRIALS,
+    PRIOR_CANDIDATE_S,
+    TimeLedger,
     budget_for,
     duration_text,
     has_converged,
     parse_duration,
+    round_size,
+    slot_s,
 )
 
 
@@ -60,3 +66,38 @@ def test_the_window_grows_with_the_run():
     curve = _curve([(64, 10.0), (650, 4.0), (700, 4.0), (900, 4.0)])
     assert not has_converged(curve, records=900, new=900, round_=64)
     assert has_converged(curve, records=1000, new=1000, round_=64)
+
+
+def test_a_model_slot_is_its_share_of_the_time_left_but_at_least_the_minimum():
+    assert slot_s([0.5, 0.3, 0.2], 1000.0, 20.0) == pytest.approx(500.0)
+    # a small share still gets the minimum slot, and the others keep theirs
+    assert slot_s([0.01, 0.99], 1000.0, 20.0) == 20.0
+    assert slot_s([0.9, 0.05, 0.05], 100.0, 30.0) == pytest.approx(40.0)
+
+
+def test_tasks_that_no_minimum_slot_fits_get_none_so_the_slots_never_overrun():
+    # three tasks, time for two minimum slots: the smallest share is left out
+    assert slot_s([0.6, 0.3, 0.1], 50.0, 20.0) == pytest.approx(30.0)
+    assert slot_s([0.6], 10.0, 20.0) == 0.0
+    shares, left, given = [0.4, 0.3, 0.2, 0.1], 70.0, []
+    while shares:
+        given.append(slot_s(shares, left - sum(given), 20.0))
+        shares = shares[1:]
+    assert sum(given) <= 70.0 and given[-1] == 0.0
+
+
+def test_the_first_round_of_a_short_slot_is_small_enough_to_fit_it():
+    assert round_size(1000.0, 1.0, 8, 64) == 64
+    assert round_size(40.0, 1.0, 8, 64) == 20
+    assert round_size(10.0, 2.0, 8, 64) == 8
+
+
+def test_the_ledger_learns_the_pace_and_keeps_the_end_s_time():
+    ledger = TimeLedger(deadline=100.0, final_s=10.0)
+    assert ledger.candidate_s() == PRIOR_CANDIDATE_S
+    assert ledger.min_slot_s() >= MIN_TASK_TIME_S
+    assert ledger.left_s(now=0.0, total_s=100.0) < 90.0
+    ledger.note(searched_s=60.0, new=4 * MIN_TASK_TRIALS, task_s=70.0)
+    assert ledger.candidate_s() == pytest.approx(60.0 / (4 * MIN_TASK_TRIALS))
+    assert ledger.task_overhead_s() == pytest.approx(10.0)
+    assert TimeLedger(deadline=None).left_s(now=5.0, total_s=0.0) == float("inf")

@@ -1,6 +1,7 @@
 """Whole models: every kernel a task, the budget spent by latency share, tuned kernels put back
 only when faster; the book's section 4.6 (one kernel of a module that calls externs); resume and
-Ctrl-C keep what was measured."""
+Ctrl-C keep what was measured; kernels of one structure tuned once; records reused by another
+model; a time budget that covers the whole run."""
 
 from __future__ import annotations
 
@@ -52,12 +53,50 @@ class MyModuleMixture:
 """
 
 
+#: Two kernels of one structure under two names, as a hand-written module has them.
+TWINS = """
+@tvm.script.ir_module
+class Twins:
+    @T.prim_func
+    def dense_a(X: T.Buffer((1, 64), "float32"), W: T.Buffer((64, 64), "float32"),
+                Z: T.Buffer((1, 64), "float32")):
+        T.func_attr({"global_symbol": "dense_a", "tir.noalias": True})
+        for i, j, k in T.grid(1, 64, 64):
+            with T.block("Z"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    Z[vi, vj] = T.float32(0)
+                Z[vi, vj] = Z[vi, vj] + X[vi, vk] * W[vj, vk]
+
+    @T.prim_func
+    def dense_b(X: T.Buffer((1, 64), "float32"), W: T.Buffer((64, 64), "float32"),
+                Z: T.Buffer((1, 64), "float32")):
+        T.func_attr({"global_symbol": "dense_b", "tir.noalias": True})
+        for i, j, k in T.grid(1, 64, 64):
+            with T.block("Z"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    Z[vi, vj] = T.float32(0)
+                Z[vi, vj] = Z[vi, vj] + X[vi, vk] * W[vj, vk]
+
+    @R.function
+    def main(x: R.Tensor((1, 64), "float32"), w0: R.Tensor((64, 64), "float32"),
+             w1: R.Tensor((64, 64), "float32")):
+        cls = Twins
+        with R.dataflow():
+            lv0 = R.call_tir(cls.dense_a, (x, w0), R.Tensor((1, 64), dtype="float32"))
+            out = R.call_tir(cls.dense_b, (lv0, w1), R.Tensor((1, 64), dtype="float32"))
+            R.output(out)
+        return out
+"""
+
+
 @pytest.fixture(scope="module")
 def mlp_run(tmp_path_factory):
     model = mlp()
     imported = import_model(model, torch.randn(1, 784))
     work = tmp_path_factory.mktemp("mlp")
-    return model, imported, work, tune(imported, trials=24, per_iter=8, work_dir=work)
+    return model, imported, work, tune(imported, trials=32, per_iter=8, work_dir=work)
 
 
 def test_every_kernel_is_a_task_tuned_in_order_of_its_share_of_the_latency(mlp_run):
@@ -79,7 +118,7 @@ def test_every_kernel_is_a_task_tuned_in_order_of_its_share_of_the_latency(mlp_r
 
 def test_running_the_same_tune_again_resumes_every_task(mlp_run):
     _, imported, work, first = mlp_run
-    again = tune(imported, trials=24, per_iter=8, work_dir=work)
+    again = tune(imported, trials=32, per_iter=8, work_dir=work)
     assert again.trials_new == 0
     assert [r.trials for r in again.model_tasks] == [r.trials for r in first.model_tasks]
 
@@ -130,6 +169,62 @@ def test_a_kernel_the_model_does_not_have_is_refused_with_its_kernels():
     imported = import_model(mlp(), torch.randn(1, 784))
     with pytest.raises(TuneError, match="no kernel 'linear9' in this model"):
         tune(imported, func="linear9", trials=8)
+
+
+def test_kernels_of_one_structure_are_tuned_once_and_both_use_the_result(tmp_path):
+    twins = parse(TWINS, "relax")
+    result = tune(twins, trials=16, per_iter=8, work_dir=tmp_path)
+    rows = {row.name: row for row in result.model_tasks}
+    assert set(rows) == {"dense_a", "dense_b"}
+    tuned, other = sorted(rows.values(), key=lambda r: -r.seconds)
+    assert tuned.new > 0 and tuned.seconds > 0 and tuned.shared_with == (other.name,)
+    assert other.new == 0 and other.seconds == 0 and other.shared_with == (tuned.name,)
+    assert result.trials_new == tuned.new  # measured once, for both
+    assert other.kept == tuned.kept and other.after_s == tuned.after_s
+    assert result.task_work_dirs["dense_a"] == result.task_work_dirs["dense_b"]
+    if tuned.kept == "tuned":
+        assert tvm_equal(result.mod["dense_a"], result.mod["dense_b"])
+    rng = np.random.default_rng(0)
+    x, w0, w1 = (rng.random(s, dtype="float32") for s in [(1, 64), (64, 64), (64, 64)])
+    expected = (x @ w0.T) @ w1.T
+    np.testing.assert_allclose(build_module(result)(x, w0, w1), expected, rtol=1e-4, atol=1e-4)
+
+
+def tvm_equal(a, b):
+    from mlc_jupyter.tvm_compat import structural_equal
+
+    strip = [f.without_attr("global_symbol") for f in (a, b)]
+    return structural_equal(*strip)
+
+
+def test_another_model_with_a_kernel_tuned_before_reuses_its_records(mlp_run):
+    work, first = mlp_run[2], mlp_run[3]
+    shared = first.model_tasks[0]  # the MLP's first layer: (1, 784) x (784, 128), bias, ReLU
+    torch.manual_seed(1)
+    wider = torch.nn.Sequential(
+        torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Linear(128, 32), torch.nn.ReLU()
+    )
+    other = import_model(wider, torch.randn(1, 784))
+    result = tune(other, trials=32, per_iter=8, work_dir=work)
+    rows = {row.name: row for row in result.model_tasks}
+    same = rows[shared.name]
+    # its database is the first model's: nothing measured again, every record counted as reused
+    assert result.task_work_dirs[shared.name] == first.task_work_dirs[shared.name]
+    assert same.new == 0 and same.reused >= shared.trials - 1  # less the default's seed
+    assert same.trials >= shared.trials
+    assert any(row.new > 0 for row in rows.values() if row.name != shared.name)
+
+
+def test_a_time_budget_covers_the_whole_run_and_says_it_ended_on_time(tmp_path):
+    imported = import_model(mlp(), torch.randn(1, 784))
+    result = tune(imported, time="45s", work_dir=tmp_path)
+    assert result.stop_reason == "time"  # the budget, not the trials, ended it
+    assert set(result.phases) == {"plan", "tasks", "final"}
+    assert sum(result.phases.values()) == pytest.approx(result.elapsed_s, rel=0.01)
+    assert result.elapsed_s <= result.time_budget_s
+    for row in result.model_tasks:
+        assert row.kept == "default" or row.seconds > 0
+    assert build_module(result).relax
 
 
 def test_a_whole_model_budget_of_trials_reaches_the_largest_kernels_first():
