@@ -182,3 +182,21 @@ def test_fp16_tensor_core_candidates_build_for_sm_90a():
     from mlc_jupyter.tvm_compat import nvcc_compile
 
     assert nvcc_compile(source, target, "cubin")  # GPU code for the H100's sm_90a
+
+
+def test_a_tune_hands_its_first_small_round_to_the_builder_before_any_other(tmp_path):
+    """The real driver on this CPU: the first batch goes out as a round of FIRST_ROUND
+    candidates, then the rest of the batch (the task log says what went to the builder)."""
+    import re
+    from pathlib import Path
+
+    from build_support import matmul as te_matmul
+
+    from mlc_jupyter.tune import tune
+    from mlc_jupyter.tune.strategy import FIRST_ROUND
+
+    result = tune(te_matmul(64), trials=16, per_iter=16, work_dir=tmp_path, seed=0,
+                  baseline=False)  # fmt: skip
+    sent = [int(n) for n in re.findall(r"Sending (\d+) sample", Path(result.log_path).read_text())]
+    assert sent == [FIRST_ROUND, 16 - FIRST_ROUND]
+    assert result.compiler == ""  # a CPU tune compiles with LLVM alone
