@@ -76,11 +76,14 @@ def import_bundle(imported: ImportedModel, name: str = "", show_module: bool = T
 
 
 def _profile_rows(profile: KernelProfile) -> list[tuple[str, int, float, float, str]]:
-    """(name, calls, seconds, share, GFLOP/s) rows, the slowest first, the tail folded."""
+    """(name, calls, seconds, share, GFLOP/s and % of peak) rows, the slowest first, the tail
+    folded."""
     rows = []
     kernels = list(profile.kernels)
     for k in kernels[:PROFILE_ROWS]:
         gflops = f"{k.gflops:.1f}" if k.gflops else "-"
+        if k.gflops and profile.peak_gflops:
+            gflops += f" ({k.gflops / profile.peak_gflops:.0%} of peak)"
         rows.append((k.name, k.calls, k.seconds, profile.share(k), gflops))
     rest = kernels[PROFILE_ROWS:]
     if rest:
@@ -94,7 +97,7 @@ def _profile_rows(profile: KernelProfile) -> list[tuple[str, int, float, float, 
     return rows
 
 
-_PROFILE_HEAD = ("kernel", "calls", "time/run", "share", "GFLOP/s")
+_PROFILE_HEAD = ("kernel", "calls", "time/run", "share", "GFLOP/s (fp32 peak share)")
 
 
 def profile_text(profile: KernelProfile) -> str:

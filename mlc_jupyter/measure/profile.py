@@ -19,6 +19,7 @@ from ..compilation.call import prepare, relax_vm, to_device
 from ..compilation.default_schedule import PACKED_SUFFIX
 from ..errors import TimingError
 from ..tvm_compat import prim_func_type
+from .machine import cpu_limits
 from .reference import is_torch_module
 from .timer import as_built, estimate_flops, model_inputs
 
@@ -56,6 +57,8 @@ class KernelProfile:
     overhead_s: float
     total_s: float | None
     runs: int
+    #: this machine's fp32 peak for the build's target (GFLOP/s), when known
+    peak_gflops: float | None = None
 
     @property
     def kernel_s(self) -> float:
@@ -142,12 +145,19 @@ def profile_kernels(
         overhead_s=overhead,
         total_s=float(total.median),
         runs=runs,
+        peak_gflops=_peak(built),
     )
 
 
 def is_relax_model(variant: Any, target: Any = None) -> bool:
     """True for a variant that builds into a Relax module (not a kernel, not a PyTorch model)."""
     return not is_torch_module(variant) and as_built(variant, target).relax
+
+
+def _peak(built: Built) -> float | None:
+    """The fp32 peak of all cores at the widest vectors (measured once per machine, cached)."""
+    limits = cpu_limits(built.target, ["float32"])
+    return limits.peak() if limits is not None else None
 
 
 def _is_prim(func: Any) -> bool:

@@ -42,8 +42,11 @@ def test_breakdown_shows_where_the_time_goes_as_a_table_and_a_bar_chart(shell, c
     assert shell.run_cell("%mlc_time m --no-compile --repeat 2 --breakdown").success
     out = capsys.readouterr().out
     assert "where the time of m goes" in out and "sum of kernels" in out
-    bundle = profile_bundle(profile_kernels(shell.user_ns["m"], runs=2))
+    profile = profile_kernels(shell.user_ns["m"], runs=2)
+    bundle = profile_bundle(profile)
     assert "<svg" in bundle["text/html"] and "<table" in bundle["text/html"]
+    assert profile.peak_gflops  # how far each kernel is from this machine's fp32 peak
+    assert "of peak)" in bundle["text/plain"]
 
 
 def test_an_operator_tvm_lacks_is_one_short_error_naming_it(shell):
