@@ -45,9 +45,11 @@ class TraceMagics(Magics):
         mod = lookup(self.shell, args.mod, "mlc_trace", "the module") if args.mod else None
         base = args.obj.split(".")[0].split("[")[0]
         name = args.name or f"{base}_replayed"
-        mod_name = args.mod or (f"{args.obj}.workload" if hasattr(obj, "workload") else "mod")
         candidates = [] if mod is not None else _module_candidates(self.shell)
         session = load_trace(obj, mod, candidates)
+        mod_name = args.mod or (
+            f"{args.obj}.workload" if hasattr(obj, "workload") else self._name_of(session.mod)
+        )
         if args.static:
             display(trace_bundle(session), raw=True)
             return None
@@ -58,6 +60,13 @@ class TraceMagics(Magics):
         return TraceReplay(
             session=session, mod_name=mod_name, bind=bind, bind_name=name, target=args.target
         )
+
+    def _name_of(self, mod: Any) -> str:
+        """The notebook's name for the module a trace was matched to (the exported cell's MOD)."""
+        for key, value in reversed(list(self.shell.user_ns.items())):
+            if not key.startswith("_") and is_tvm_object(value) and value.same_as(mod):
+                return key
+        return "mod"
 
 
 def register(ipython: Any) -> None:

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 from .. import origins, tvm_compat
 from ..dialect import translate
 from ..errors import ScheduleStepError, error_reason
+from .handle_names import learn_cell_names, named_as_in_the_cell
 from .irdiff import changed_lines
 
 __all__ = [
@@ -217,29 +218,6 @@ def run_schedule_cell(
         previous, n_trace = script, len(lines)
     _remember(initial_mod, steps)
     return ScheduleRun(initial, tuple(steps), None, sch, _defined(ns, given))
-
-
-def learn_cell_names(sch: Any, ns: dict[str, Any], names: dict[str, str]) -> None:
-    """Add to ``names`` (trace name -> cell name) each block or loop handle of ``sch``'s trace
-    that the cell bound to a name (``i, j, k = sch.get_loops(b)`` names ``l1, l2, l3``)."""
-    handles = (tvm_compat.block_rv_type(), tvm_compat.loop_rv_type())
-    bound = [(name, v) for name, v in ns.items() if isinstance(v, handles)]
-    for rv, trace_name in tvm_compat.trace_rv_names(sch.trace):
-        cell_name = next((name for name, v in bound if v.same_as(rv)), None)
-        if trace_name not in names and cell_name is not None:
-            names[trace_name] = cell_name
-
-
-#: A string literal or a name in a line of trace code.
-_TOKEN = re.compile(r"\"[^\"]*\"|'[^']*'|\b[A-Za-z_]\w*\b")
-
-
-def named_as_in_the_cell(lines: list[str], names: dict[str, str]) -> list[str]:
-    """Trace code with its handles called what the cell called them (``sch.reorder(j0, k, j1)``
-    where ``as_python`` prints ``sch.reorder(l4, l3, l5)``); strings are left alone."""
-    if not names:
-        return lines
-    return [_TOKEN.sub(lambda m: names.get(m[0], m[0]), line) for line in lines]
 
 
 def _remember(initial: Any, steps: list[ScheduleStep]) -> None:

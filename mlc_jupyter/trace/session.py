@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import TraceError, error_reason
+from ..schedule.handle_names import cell_names, named_as_in_the_cell
 from ..tvm_compat import (
     GET_BLOCK_INSTRUCTION,
     Schedule,
@@ -116,7 +117,7 @@ class TraceSession:
 
     def text(self) -> str:
         """The whole trace as Python (the text of ``trace.show()``)."""
-        return str(self._trace)
+        return "\n".join(named_as_in_the_cell(str(self._trace).splitlines(), self._names))
 
     # -- editing ---------------------------------------------------------------------------------
     def set_decision(self, index: int, value: Any) -> None:
@@ -149,7 +150,8 @@ class TraceSession:
     def export_code(self, mod_name: str = "mod", as_name: str | None = None) -> str:
         """A ``%%mlc_schedule`` cell whose body reproduces the current trace on ``mod_name``."""
         head = f"%%mlc_schedule {mod_name}" + (f" --as {as_name}" if as_name else "")
-        return "\n".join([head, *self._trace.as_python(remove_postproc=False)]) + "\n"
+        lines = self._trace.as_python(remove_postproc=False)
+        return "\n".join([head, *named_as_in_the_cell(lines, self._names)]) + "\n"
 
     def export_json(self) -> str:
         """The current trace as JSON (loads back with ``TraceSession.load(text, mod=...)``)."""
@@ -187,6 +189,8 @@ class TraceSession:
     # -- internals -------------------------------------------------------------------------------
     def _set_trace(self, trace: Any) -> None:
         self._trace = trace
+        #: the names the cell that made the schedule gave its handles (none for a tuning record)
+        self._names = cell_names(trace)
         self._modules: dict[int, Any] = {}
         self.steps: list[Step] = self._analyse(trace)
 
@@ -196,6 +200,7 @@ class TraceSession:
         texts = list(trace.as_python(remove_postproc=False))
         if len(texts) != len(insts):
             texts = [inst.kind.name for inst in insts]
+        texts = named_as_in_the_cell(texts, self._names)
         sch = Schedule(self.mod)
         block_rv, loop_rv = block_rv_type(), loop_rv_type()
         rv_block: dict[Any, str] = {}

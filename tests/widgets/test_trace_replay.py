@@ -166,3 +166,36 @@ def test_any_error_raised_by_a_front_end_message_is_shown_in_the_widget(book_she
     widget = book_shell.run_line_magic("mlc_trace", "sch --mod MyModule")
     _send(widget, type="pick", row="first")
     assert widget.error.startswith("ValueError: invalid literal for int()")
+
+
+MLC_SCHEDULE_CELL = """block_C = sch.get_block("C", "main")
+i, j, k = sch.get_loops(block_C)
+j0, j1 = sch.split(j, factors=[None, 8])
+sch.reorder(j0, k, j1)"""
+
+
+def test_a_schedule_cells_trace_shows_the_cells_loop_names_in_the_stepper_and_the_replay(shell):
+    """What the learner wrote (j0, k, j1), not MetaSchedule's l4, l3, l5, in the stepper's trace,
+    the replay widget, its static view and its exported cell; the cell re-runs from the export."""
+    from IPython.utils.capture import capture_output
+
+    from mlc_jupyter.tvm_compat import structural_equal
+
+    shell.run_cell_magic("tir", "--quiet", BOOK_MODULE)
+    with capture_output() as shown:
+        shell.run_cell_magic("mlc_schedule", "MyModule", MLC_SCHEDULE_CELL)
+    stepper = shown.outputs[-1].data
+    assert "sch.reorder(j0, k, j1)" in stepper["text/plain"] + stepper.get("text/html", "")
+    w = shell.run_line_magic("mlc_trace", "sch")
+    assert w.steps[-1]["text"] == "sch.reorder(j0, k, j1)"
+    assert w.steps[1]["text"] == "i, j, k = sch.get_loops(block=block_C)"
+    with capture_output() as captured:
+        shell.run_line_magic("mlc_trace", "sch --static")
+    static = captured.outputs[-1].data
+    assert "sch.reorder(j0, k, j1)" in static["text/plain"]
+    assert "sch.reorder(j0, k, j1)" in static["text/html"]
+    assert "l4" not in static["text/plain"]
+    exported = w.export("code")
+    assert "sch.reorder(j0, k, j1)" in exported
+    shell.run_cell(exported).raise_error()
+    assert structural_equal(shell.user_ns["sch"].mod, w.session.final_module)
