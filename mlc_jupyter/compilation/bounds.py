@@ -16,7 +16,8 @@ from typing import Any
 
 from .. import origins
 from ..errors import OutOfBoundsError
-from ..tvm_compat import check_out_of_bounds, guarded_in_bounds, ir_module_type, prim_func_type
+from ..tvm_compat import check_out_of_bounds, ir_module_type, prim_func_type
+from .guards import guarded_in_bounds
 from .tir_walk import block_bindings, buffer_accesses
 
 _FINDING = re.compile(

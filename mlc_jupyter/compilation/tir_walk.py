@@ -18,13 +18,17 @@ from ..tvm_compat import (
     is_ir_node,
     node_fields,
     tir_nodes,
-    tvm,
 )
 
 #: Fields that lead to no statement of the body (the walk would only revisit declarations).
-_SKIPPED_FIELDS = {"span", "ty", "buffer", "source", "dtype"}
+SKIPPED_FIELDS = frozenset({"span", "ty", "buffer", "source", "dtype"})
 #: The fields of a statement that hold statements.
 _STMT_CHILDREN = ("body", "seq", "then_case", "else_case", "block", "init")
+
+
+def is_sequence(node: Any) -> bool:
+    """True for a Python list or tuple, or an FFI array of IR nodes (a ``SeqStmt``'s ``seq`` ...)."""
+    return isinstance(node, list | tuple) or is_ir_array(node)
 
 
 def ir_nodes(root: Any) -> Iterator[tuple[Any, Any]]:
@@ -34,7 +38,7 @@ def ir_nodes(root: Any) -> Iterator[tuple[Any, Any]]:
     stack: list[tuple[Any, Any]] = [(root, root)]
     while stack:
         node, stmt = stack.pop()
-        if isinstance(node, list | tuple) or is_ir_array(node):
+        if is_sequence(node):
             stack.extend((item, stmt) for item in reversed(list(node)))
             continue
         if not is_ir_node(node):
@@ -42,7 +46,7 @@ def ir_nodes(root: Any) -> Iterator[tuple[Any, Any]]:
         if isinstance(node, stmt_type):
             stmt = node
         yield node, stmt
-        children = [child for name, child in node_fields(node) if name not in _SKIPPED_FIELDS]
+        children = [child for name, child in node_fields(node) if name not in SKIPPED_FIELDS]
         stack.extend((child, stmt) for child in reversed(children))
 
 
@@ -73,7 +77,7 @@ def block_bindings(func: Any) -> Iterator[tuple[Any, Any, Any, Any, bool]]:
     while stack:
         stmt = stack.pop()
         if isinstance(stmt, nodes.For):
-            extent = tvm().ir.Range.from_min_extent(stmt.min, stmt.extent)
+            extent = nodes.Range.from_min_extent(stmt.min, stmt.extent)
             ranges.bind(stmt.loop_var, extent, allow_override=True)
         elif isinstance(stmt, nodes.BlockRealize):
             predicate = stmt.predicate

@@ -6,10 +6,10 @@ Every other module asks this package for those names, so the next rename touches
 per TVM subsystem, as TVM keeps one ``_ffi_api.py`` per subpackage.
 
 - :mod:`.namespaces`: ``tvm``, ``tir``, ``s_tir``, TVMScript's names, IR classes, structural
-  equality and hashing, IR JSON, globals;
+  equality, hashing and mapping, IR JSON, globals;
 - :mod:`.tensorir`: TensorIR attributes, node classes, fields and buffer accesses, the
   analyzer, FLOP estimate;
-- :mod:`.out_of_bounds`: out-of-bounds analysis (TVM's static checker, guarded accesses proved inside);
+- :mod:`.out_of_bounds`: TVM's static out-of-bounds checker, the guards' ops, proof strength;
 - :mod:`.schedule`: schedules, traces, block and loop handles, dlight;
 - :mod:`.build`: ``tvm.compile`` and TIR pipelines, LLVM's view of the CPU, CUDA, linking;
 - :mod:`.runtime`: tensors, thread pools, loading libraries, RPC sessions;
@@ -58,6 +58,7 @@ from .namespaces import (
     script_namespaces,
     structural_equal,
     structural_hash,
+    structural_map,
     support_module,
     tir,
     tvm,
@@ -65,8 +66,10 @@ from .namespaces import (
     version,
 )
 from .out_of_bounds import (
+    IF_THEN_ELSE_OP,
+    LIKELY_OP,
     check_out_of_bounds,
-    guarded_in_bounds,
+    symbolic_bound_strength,
 )
 from .relax import (
     bind_inputs,
@@ -147,8 +150,10 @@ __all__ = [
     "DISABLE_VECTORIZE_OPTION",
     "GET_BLOCK_INSTRUCTION",
     "GET_BLOCK_METHOD",
+    "IF_THEN_ELSE_OP",
     "IR_DISPLAY_TYPES",
     "IS_SCHEDULED_ATTR",
+    "LIKELY_OP",
     "LOADER_RUNTIME",
     "METASCHEDULE_LOGGER",
     "NOALIAS_ATTR",
@@ -179,7 +184,6 @@ __all__ = [
     "expr_type",
     "fork_seed",
     "get_block",
-    "guarded_in_bounds",
     "host_cpu",
     "import_tensor_intrinsics",
     "instrument_bound_checkers",
@@ -223,7 +227,9 @@ __all__ = [
     "script_namespaces",
     "structural_equal",
     "structural_hash",
+    "structural_map",
     "support_module",
+    "symbolic_bound_strength",
     "tensor",
     "tensor_intrin_class",
     "tensor_shape_dtype",

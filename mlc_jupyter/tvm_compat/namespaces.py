@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -91,6 +92,14 @@ def structural_hash(obj: Any) -> int:
     import tvm_ffi
 
     return int(tvm_ffi.structural_hash(obj))
+
+
+def structural_map(node: Any, node_type: type, replace: Callable[[Any], Any]) -> Any:
+    """``node`` rebuilt bottom-up with every ``node_type`` inside it passed through ``replace``
+    (which returns its argument unchanged or a new node); ``node`` itself when nothing changed."""
+    import tvm_ffi
+
+    return tvm_ffi.structural_map(node, (node_type, replace), order="post")
 
 
 def save_json(obj: Any) -> str:

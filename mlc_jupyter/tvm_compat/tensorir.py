@@ -48,13 +48,15 @@ def region_buffer(region: Any) -> Any:
 def tir_nodes() -> SimpleNamespace:
     """TensorIR's node classes under version-neutral names, for walking a PrimFunc's body.
 
-    ``For``, ``BlockRealize`` and ``Block`` (``SBlockRealize``, ``SBlock`` in 0.27), ``Var``,
-    ``IntImm``, ``Stmt``.
+    ``For``, ``BlockRealize`` and ``Block`` (``SBlockRealize``, ``SBlock`` in 0.27), ``IfThenElse``,
+    ``LetStmt``, ``Stmt``; expressions ``Var``, ``IntImm``, ``Not``, ``Call`` (``tvm.ir.Call`` in
+    0.27, which ``T.if_then_else`` and ``T.likely`` make); ``Range`` (a loop's, from min and extent).
     """
-    t, s = tir(), s_tir()
+    t, s, ir = tir(), s_tir(), tvm().ir
     return SimpleNamespace(
-        For=t.For, BlockRealize=s.SBlockRealize, Block=s.SBlock, Var=t.Var, IntImm=t.IntImm,
-        Stmt=t.Stmt,
+        For=t.For, BlockRealize=s.SBlockRealize, Block=s.SBlock, IfThenElse=t.IfThenElse,
+        LetStmt=t.LetStmt, Stmt=t.Stmt, Var=t.Var, IntImm=t.IntImm, Not=t.Not, Call=ir.Call,
+        Range=ir.Range,
     )  # fmt: skip
 
 

@@ -44,3 +44,16 @@ def test_equal_functions_hash_alike_and_ir_json_round_trips():
     back = tvm_compat.load_json(tvm_compat.save_json(funcs[0]))
     assert tvm_compat.structural_equal(back, funcs[0]), "IR JSON no longer round-trips"
     assert isinstance(funcs[0], tvm_compat.prim_func_type()) and tvm_compat.is_tvm_object(funcs[0])
+
+
+def test_structural_map_rebuilds_what_it_replaces_and_keeps_what_it_does_not():
+    tir = tvm_compat.tir()
+    x, y = tir.Var("x", "int32"), tir.Var("y", "int32")
+    expr = x * 2 + 1
+    var = tvm_compat.tir_nodes().Var
+    swapped = tvm_compat.structural_map(expr, var, lambda v: y if v.same_as(x) else v)
+    assert tvm_compat.structural_equal(swapped, y * 2 + 1), (
+        f"structural_map no longer replaces the matched nodes (x -> y gave {swapped})"
+    )
+    kept = tvm_compat.structural_map(expr, var, lambda v: v)
+    assert kept.same_as(expr), "structural_map copies an expression it did not change"

@@ -1,6 +1,7 @@
 """Contract of tvm_compat/out_of_bounds.py: the report of TVM's static out-of-bounds checker
-that compilation/bounds.py parses, and the analyzer's constraint scopes that prove a guarded
-access inside its buffer. A failure names what TVM changed."""
+that compilation/bounds.py parses; the ops of the guards, the analyzer's constraint scopes and
+the proof strength with which compilation/guards.py proves a guarded access inside its buffer.
+A failure names what TVM changed."""
 
 from __future__ import annotations
 
@@ -30,12 +31,26 @@ def test_the_static_out_of_bounds_report_reads_as_compilation_bounds_expects():
     )
 
 
-def test_an_access_a_block_predicate_guards_is_proved_inside():
-    sch = tvm_compat.Schedule(_shifted(0, n=10))
-    (loop,) = sch.get_loops(tvm_compat.get_block(sch, "B"))
-    sch.split(loop, factors=[None, 4])  # 4 does not divide 10: a T.where guards the tail
-    found = tvm_compat.guarded_in_bounds(sch.mod["main"], {"A", "B"})
-    assert found and all(all(inside) for _, _, inside in found), (
-        "an access under a block predicate is no longer proved inside its buffer (the analyzer's "
-        f"constraint_scope / can_prove changed): {[(str(b.name), inside) for b, _, inside in found]}"
+def test_the_guards_ops_and_the_analyzers_constraint_scopes_are_as_compilation_guards_reads():
+    tir = tvm_compat.tir()
+    x = tir.Var("x", "int32")
+    padded = tir.if_then_else(x < 8, x, 0)
+    assert padded.op.name == tvm_compat.IF_THEN_ELSE_OP, (
+        f"T.if_then_else's op is {padded.op.name}, not IF_THEN_ELSE_OP: compilation/guards.py "
+        "would no longer read its condition as a guard"
     )
+    hint = tir.likely(x < 8)
+    assert hint.op.name == tvm_compat.LIKELY_OP, (
+        f"T.likely's op is {hint.op.name}, not LIKELY_OP: a likely-guarded access is refused"
+    )
+    assert isinstance(padded, tvm_compat.tir_nodes().Call), "tir_nodes().Call is not the call class"
+    ranges = tvm_compat.analyzer()
+    ranges.bind(x, tvm_compat.tir_nodes().Range.from_min_extent(0, 16))
+    strength = tvm_compat.symbolic_bound_strength()
+    assert not ranges.can_prove(x < 8, strength)
+    with ranges.constraint_scope(x < 8):
+        assert ranges.can_prove(x < 8, strength), (
+            "analyzer.constraint_scope(c) no longer makes c provable inside its with-block"
+        )
+        assert ranges.can_prove(x + 8 < 16, strength)
+    assert not ranges.can_prove(x < 8, strength), "a constraint scope outlived its with-block"

@@ -16,7 +16,7 @@ def test_tensors_pools_benchmarks_and_exported_libraries_behave_as_0_27s(tmp_pat
     e = tvm_compat.empty((2, 3), "float32")
     assert tuple(e.shape) == (2, 3) and str(e.dtype) == "float32"
     tvm_compat.config_thread_pool(1)  # the global it calls must exist
-    result = tvm_compat.benchmark_result([3.0, 1.0, 2.0])
+    result = tvm_compat.benchmark_result_type()([3.0, 1.0, 2.0])
     assert result.median == 2.0 and result.min == 1.0, "BenchmarkResult's fields changed"
 
     te = tvm_compat.tvm().te

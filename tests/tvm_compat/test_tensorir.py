@@ -21,7 +21,8 @@ def test_buffer_accesses_attributes_and_nodes_are_where_0_27_keeps_them():
         f"a PrimFunc from te no longer carries {tvm_compat.NOALIAS_ATTR!r}: {dict(func.attrs)}"
     )
     nodes = tvm_compat.tir_nodes()
-    for name in ("For", "BlockRealize", "Block", "Var", "IntImm", "Stmt"):
+    names = ("For", "BlockRealize", "Block", "IfThenElse", "LetStmt", "Stmt", "Var", "IntImm")
+    for name in (*names, "Not", "Call", "Range"):
         assert isinstance(getattr(nodes, name), type), f"tir_nodes().{name} is gone"
     stack, accesses = [func.body], []
     while stack:  # every node, by reflection, as compilation/tir_walk.py walks
