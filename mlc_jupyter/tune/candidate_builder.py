@@ -4,7 +4,7 @@ MetaSchedule's ``LocalBuilder`` starts fresh worker processes every round (each 
 TVM and its tensor intrinsics) and exports and links a shared library per candidate. This builder
 only files each candidate; the runner compiles the first of a round just before timing it, so the
 first measurement comes after one build, then compiles the rest of the round on every core at
-once (:func:`compile_all`). For RPC devices it compiles and exports each candidate instead.
+once (:func:`compile_all`). For RPC devices it compiles and exports the candidates instead, on every host core at once.
 
 This module imports TVM at import time; import it lazily.
 """
@@ -74,20 +74,29 @@ def compile_all(modules: dict[str, Any], cores: int, deadline: float | None = No
         future.cancel()
 
 
+def build_and_export(mod: Any, target: Any, path: str) -> str:
+    """Compile one candidate and export it as a shared library at ``path`` (for RPC)."""
+    build_candidate(mod, target).export_library(path)
+    return path
+
+
 @derived_object
 class InProcessBuilder(ms.builder.PyBuilder):
-    """Compile candidates in this process; keep them in memory (or export them for RPC)."""
+    """Compile candidates in this process; keep them in memory (or export them for RPC, on
+    ``cores`` threads at once)."""
 
-    def __init__(self, shared: Shared, export_dir: str | None = None) -> None:
+    def __init__(self, shared: Shared, export_dir: str | None = None, cores: int = 1) -> None:
         super().__init__()
         self.shared = shared
         self.export_dir = export_dir
+        self.cores = cores
 
     def build(self, build_inputs: list[Any]) -> list[Any]:
         shared = self.shared
         if shared.stop.is_set():
             raise StopTuning("interrupted")
-        results = []
+        results: list[Any] = []
+        exports: dict[int, Future] = {}
         for item in build_inputs:
             if shared.known:
                 digest = int(structural_hash(item.mod))
@@ -104,13 +113,15 @@ class InProcessBuilder(ms.builder.PyBuilder):
                 shared.modules[key] = Pending(item.mod, item.target)
                 results.append(ms.builder.BuilderResult(key, None))
                 continue
+            path = f"{self.export_dir}/candidate_{number}.so"
+            exports[len(results)] = compile_pool(self.cores).submit(
+                build_and_export, item.mod, item.target, path
+            )
+            results.append(None)
+        for index, future in exports.items():
             try:
-                rt_mod = build_candidate(item.mod, item.target)
+                results[index] = ms.builder.BuilderResult(future.result(), None)
             except Exception as err:  # noqa: BLE001 - reported to the user, not dropped
                 shared.note_error("build", str(err) or traceback.format_exc())
-                results.append(ms.builder.BuilderResult(None, str(err) or type(err).__name__))
-                continue
-            path = f"{self.export_dir}/candidate_{number}.so"
-            rt_mod.export_library(path)
-            results.append(ms.builder.BuilderResult(path, None))
+                results[index] = ms.builder.BuilderResult(None, str(err) or type(err).__name__)
         return results

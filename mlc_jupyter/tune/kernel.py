@@ -177,7 +177,7 @@ def _search(run: _Run, shared: Shared, callback: Any, per_iter: int, seed: int |
     """MetaSchedule's search over the missing trials; returns why it ended (see ``TuneResult``)."""
     ms = metaschedule()
     export_dir = tempfile.mkdtemp(prefix="mlc-tune-") if run.rpc else None
-    builder = InProcessBuilder(shared, export_dir)
+    builder = InProcessBuilder(shared, export_dir, host_cores(run.target))
     if run.rpc:
         runner = make_rpc_runner(run.rpc)
     else:
