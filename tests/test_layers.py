@@ -63,7 +63,13 @@ SERVICE_USES = {
     "graph": set(),
     "schedule": set(),
     "measure": {"cells", "compilation"},  # cells: the machine-limit kernels are TVMScript
-    "course": {"cells", "compilation", "measure", "tune"},  # cells: the loop-extent check
+    "course": {
+        "cells",
+        "compilation",
+        "measure",
+        "schedule",
+        "tune",
+    },  # cells: the loop-extent check
     "deploy": {"compilation", "models", "tune"},
     "models": {"compilation"},
     "passes": {"compilation", "graph", "schedule"},

@@ -24,6 +24,8 @@ course spelling                           shim
                                           tuner; ``compile_tir`` takes the book's IRModule
 ``relax.const(v, TensorStructInfo)``      :func:`relax_const`
 (each TVMScript definition)                :func:`check_definition`: the ``%%tir`` loop-extent check
+(each ``names = sch.get_loops(...)``...)  :func:`name_handles`: the names a cell gave schedule
+                                          handles, which ``%mlc_trace`` shows
 ``tvm.contrib.clang / utils``             :mod:`.contrib`: ``clang.create_llvm`` compiles the C
                                           code with the C compiler present (gcc) and loads it
 ========================================  =========================================================
@@ -41,6 +43,7 @@ _LAZY = {
     "CourseModule": "modules",
     "relax_build": "relax_executable",
     "check_definition": "checks",
+    "name_handles": "handles",
     "register_func": "registry",
     "TensorIntrin": "registry",
     "relax_const": "values",

@@ -6,7 +6,9 @@ the shared rule table rewrites the course's spelling to TVM 0.27's (and to the c
 inside TVM are shown as the project's short message at the line and column the user typed (an
 IPython custom exception handler, installed only while course mode is on and only if no other
 handler is set). Each top-level TVMScript definition is followed by the ``%%tir`` magic's
-loop-extent check (an IPython AST transform). ``%mlc_course off`` removes all three: cells run as typed on stock TVM 0.27.
+loop-extent check (an IPython AST transform), and each ``i, j, k = sch.get_loops(b)`` notes the
+names of the handles, so traces show them (another). ``%mlc_course off`` removes them all: cells
+run as typed on stock TVM 0.27.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ..cells.course import locate_failure, translate_cell
 from ..course.progress import set_progress_view
 from ..dialect import COURSE_NAME, Translation
 from ..display.course import course_bundle
+from ..tvm_compat import GET_BLOCK_METHOD
 from .tune import LiveTuneProgress
 
 #: How many translated cells are remembered to place their errors (one per cell run).
@@ -44,6 +47,7 @@ class CourseMode:
         self.cells: OrderedDict[tuple[str, ...], Translation] = OrderedDict()
         self.owns_handler = False
         self.checks = CheckDefinitions()
+        self.handle_names = NameScheduleHandles()
 
     def transform(self, lines: list[str]) -> list[str]:
         """IPython's hook: the cell's lines in TVM 0.27's spelling (raises a located error)."""
@@ -68,8 +72,9 @@ class CourseMode:
         self.shell.user_ns[COURSE_NAME] = course_shims
         if self.transform not in self.shell.input_transformers_post:
             self.shell.input_transformers_post.append(self.transform)
-        if self.checks not in self.shell.ast_transformers:
-            self.shell.ast_transformers.append(self.checks)
+        for step in (self.checks, self.handle_names):
+            if step not in self.shell.ast_transformers:
+                self.shell.ast_transformers.append(step)
         if not self.shell.custom_exceptions:
             self.shell.set_custom_exc((Exception,), self._show_error)
             self.owns_handler = True
@@ -80,8 +85,9 @@ class CourseMode:
         set_progress_view(None)
         if self.transform in self.shell.input_transformers_post:
             self.shell.input_transformers_post.remove(self.transform)
-        if self.checks in self.shell.ast_transformers:
-            self.shell.ast_transformers.remove(self.checks)
+        for step in (self.checks, self.handle_names):
+            if step in self.shell.ast_transformers:
+                self.shell.ast_transformers.remove(step)
         if self.owns_handler:
             self.shell.set_custom_exc((), None)
             self.owns_handler = False
@@ -162,6 +168,61 @@ class CheckDefinitions(ast.NodeTransformer):
                 body.append(ast.fix_missing_locations(ast.copy_location(check, stmt)))
         node.body = body
         return node
+
+
+#: Schedule methods that return block or loop handles (``i, j, k = sch.get_loops(b)``).
+_HANDLE_METHODS = frozenset({
+    GET_BLOCK_METHOD, "get_loops", "get_child_blocks", "get_producers", "get_consumers",
+    "get_output_blocks", "split", "fuse", "merge", "cache_read", "cache_write", "cache_inplace",
+    "reindex", "reindex_cache_read", "reindex_cache_write", "decompose_reduction", "rfactor",
+    "blockize", "add_unit_loop", "loop_partition",
+})  # fmt: skip
+
+
+class NameScheduleHandles(ast.NodeTransformer):
+    """IPython AST transform: after each ``names = x.<schedule method>(...)`` of a cell, in its
+    functions too (the book's ``stochastic_schedule_mm``), ``mlc_course.name_handles`` notes the
+    names the handles got, so ``%mlc_trace`` shows ``j_0, k, j_1`` instead of ``l4, l3, l5``."""
+
+    def visit_Module(self, node: ast.Module) -> ast.Module:
+        for owner in list(ast.walk(node)):
+            for field in ("body", "orelse", "finalbody"):
+                stmts = getattr(owner, field, None)
+                if isinstance(stmts, list) and any(_names_handles(s) for s in stmts):
+                    setattr(owner, field, [x for s in stmts for x in _with_naming(s)])
+        return node
+
+
+def _assigned_names(stmt: ast.stmt) -> list[str]:
+    """``["i", "j", "k"]`` for ``i, j, k = sch.get_loops(b)``; ``[]`` for other statements."""
+    if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call):
+        return []
+    func = stmt.value.func
+    if not isinstance(func, ast.Attribute) or func.attr not in _HANDLE_METHODS:
+        return []
+    names: list[str] = []
+    for target in stmt.targets:
+        elts = target.elts if isinstance(target, ast.Tuple | ast.List) else [target]
+        if not all(isinstance(e, ast.Name) for e in elts):
+            return []
+        names += [e.id for e in elts]  # type: ignore[attr-defined]
+    return names
+
+
+def _names_handles(stmt: ast.stmt) -> bool:
+    return bool(_assigned_names(stmt))
+
+
+def _with_naming(stmt: ast.stmt) -> list[ast.stmt]:
+    names = _assigned_names(stmt)
+    if not names:
+        return [stmt]
+    values = ast.Dict([ast.Constant(n) for n in names], [ast.Name(n, ast.Load()) for n in names])
+    call = ast.Expr(
+        ast.Call(ast.Attribute(ast.Name(COURSE_NAME, ast.Load()), "name_handles", ast.Load()),
+                 [values], [])
+    )  # fmt: skip
+    return [stmt, ast.fix_missing_locations(ast.copy_location(call, stmt))]
 
 
 def _called(decorator: ast.expr) -> ast.expr:

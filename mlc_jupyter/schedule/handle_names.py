@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import tvm_compat
 
-__all__ = ["cell_names", "learn_cell_names", "named_as_in_the_cell"]
+__all__ = ["cell_names", "learn_cell_names", "named_as_in_the_cell", "remember_names"]
 
 #: handle -> the name a cell bound it to (first name wins); the oldest are forgotten
 _NAMES: OrderedDict[Any, str] = OrderedDict()
@@ -35,10 +35,23 @@ def learn_cell_names(sch: Any, ns: dict[str, Any], names: dict[str, str] | None 
             continue
         if names is not None and trace_name not in names:
             names[trace_name] = cell_name
-        if rv not in _NAMES:
-            _NAMES[rv] = cell_name
-            while len(_NAMES) > _REMEMBERED:
-                _NAMES.popitem(last=False)
+        _remember(rv, cell_name)
+
+
+def remember_names(values: dict[str, Any]) -> None:
+    """Remember each block or loop handle among ``values`` (name -> value) under its name."""
+    handles = (tvm_compat.block_rv_type(), tvm_compat.loop_rv_type())
+    for name, value in values.items():
+        if isinstance(value, handles):
+            _remember(value, name)
+
+
+def _remember(rv: Any, name: str) -> None:
+    """The first name a handle gets is its name."""
+    if rv not in _NAMES:
+        _NAMES[rv] = name
+        while len(_NAMES) > _REMEMBERED:
+            _NAMES.popitem(last=False)
 
 
 def cell_names(trace: Any) -> dict[str, str]:

@@ -358,3 +358,45 @@ def test_in_a_real_kernel_plain_cell_modules_get_the_magics_checks_and_errata_ar
     assert "line 12, column 7: main: A[vi + 1] goes out of bounds at In [3] line 11" in errors[1][1]
     assert "a known erratum of the printed book (sections 4.3, 4.4.1)" in errors[2][1]
     assert all("Traceback" not in text for _, text in errors)
+
+
+RANDOM_SEARCH = """import tvm
+
+def stochastic_schedule_mm(sch: tvm.tir.Schedule):
+    block_C = sch.get_block("C", "main")
+    i, j, k = sch.get_loops(block=block_C)
+    j_factors = sch.sample_perfect_tile(loop=j, n=2)
+    j_0, j_1 = sch.split(loop=j, factors=j_factors)
+    sch.reorder(i, j_0, k, j_1)
+    sch.decompose_reduction(block_C, k)
+    return sch
+
+def random_search(mod, num_trials=3):
+    for i in range(num_trials):
+        sch = stochastic_schedule_mm(tvm.tir.Schedule(mod, seed=i + 1))
+    return sch
+
+sch = random_search(MyModule)
+"""
+
+
+def test_a_schedule_made_by_the_books_functions_shows_their_names_in_mlc_trace(shell):
+    """Chapter 4's random_search: the trace replay reads `sch.reorder(i, j_0, k, j_1)` as the
+    book's function wrote it, not MetaSchedule's `sch.reorder(l1, l6, l3, l7)`."""
+    from trace_support import BOOK_MODULE
+
+    shell.run_cell_magic("tir", "--quiet", BOOK_MODULE)
+    result, _ = _run(shell, RANDOM_SEARCH)
+    assert result.success, result.error_in_exec
+    texts = [s["text"] for s in shell.run_line_magic("mlc_trace", "sch").steps]
+    assert "sch.reorder(i, j_0, k, j_1)" in texts
+    assert "i, j, k = sch.get_loops(block=block_C)" in texts
+    shell.run_line_magic("mlc_course", "off")
+    try:  # stock 0.27: the cell runs as typed (0.27's names), the trace keeps MetaSchedule's names
+        off = RANDOM_SEARCH.replace("get_block", "get_sblock").replace("tvm.tir.S", "tvm.s_tir.S")
+        result, _ = _run(shell, off)
+        assert result.success, result.error_in_exec
+        texts = [s["text"] for s in shell.run_line_magic("mlc_trace", "sch").steps]
+        assert "sch.reorder(l1, l6, l3, l7)" in texts
+    finally:
+        shell.run_line_magic("mlc_course", "on")

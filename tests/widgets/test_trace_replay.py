@@ -47,7 +47,15 @@ def test_mlc_trace_shows_every_instruction_and_ends_at_the_final_module(book_she
     w = book_shell.run_line_magic("mlc_trace", "sch --mod MyModule")
     assert isinstance(w, TraceReplay)
     assert w.n_steps == w.step == 6 and len(w.steps) == 6
-    assert [s["text"] for s in w.steps] == list(book_shell.user_ns["sch"].trace.as_python())
+    assert [s["text"] for s in w.steps] == [  # the book function's own names, not l1, l4, ...
+        'block_C = sch.get_sblock(name="C", func_name="main")',
+        "i, j, k = sch.get_loops(block=block_C)",
+        "v4, v5 = sch.sample_perfect_tile(loop=j, n=2, max_innermost_factor=16, decision=[16, 8])",
+        "j_0, j_1 = sch.split(loop=j, factors=[v4, v5], preserve_unit_iters=True, "
+        "disable_predication=False)",
+        "sch.reorder(i, j_0, k, j_1)",
+        "b8 = sch.decompose_reduction(block=block_C, loop=k)",
+    ]
     assert w.groups == [{"label": "block C", "first": 0, "last": 5}]
     assert structural_equal(w.session.final_module, book_shell.user_ns["sch"].mod)
     assert "C_update" in w.ir_html
@@ -104,7 +112,7 @@ def test_an_invalid_decision_shows_the_reason_and_keeps_the_previous_state(book_
 def test_export_gives_a_schedule_cell_and_json(book_shell):
     w = book_shell.run_line_magic("mlc_trace", "sch --mod MyModule --as mm_x")
     _send(w, type="export", format="code")
-    assert w.export_text.startswith("%%mlc_schedule MyModule --as mm_x\nb0 = sch.get_sblock(")
+    assert w.export_text.startswith("%%mlc_schedule MyModule --as mm_x\nblock_C = sch.get_sblock(")
     _send(w, type="export", format="json")
     assert w.export_text.startswith('[[["GetSBlock"')
 
