@@ -40,6 +40,8 @@ def learn_cell_names(sch: Any, ns: dict[str, Any], names: dict[str, str] | None 
 
 def remember_names(values: dict[str, Any]) -> None:
     """Remember each block or loop handle among ``values`` (name -> value) under its name."""
+    if not any(type(v).__module__.startswith("tvm") for v in values.values()):
+        return  # ``a, b = line.split(",")``: no handle, and no reason to import TVM
     handles = (tvm_compat.block_rv_type(), tvm_compat.loop_rv_type())
     for name, value in values.items():
         if isinstance(value, handles):

@@ -391,6 +391,8 @@ def test_a_schedule_made_by_the_books_functions_shows_their_names_in_mlc_trace(s
     texts = [s["text"] for s in shell.run_line_magic("mlc_trace", "sch").steps]
     assert "sch.reorder(i, j_0, k, j_1)" in texts
     assert "i, j, k = sch.get_loops(block=block_C)" in texts
+    result, _ = _run(shell, 'first, rest = "j0,k".split(",")\n')  # a str's split: untouched
+    assert result.success and shell.user_ns["rest"] == "k"
     shell.run_line_magic("mlc_course", "off")
     try:  # stock 0.27: the cell runs as typed (0.27's names), the trace keeps MetaSchedule's names
         off = RANDOM_SEARCH.replace("get_block", "get_sblock").replace("tvm.tir.S", "tvm.s_tir.S")
