@@ -8,6 +8,7 @@ says plainly that no GPU is present instead of failing deep in TVM.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -52,6 +53,9 @@ def _as_numpy(value: Any) -> Any:
 def check_argument(sig: Signature, index: int, value: Any) -> None:
     """Raise ``CallError`` when argument ``index`` disagrees with the signature's shape or dtype."""
     param = sig.params[index]
+    if param.scalar:
+        scalar_argument(sig, index, value)
+        return
     shape = tuple(getattr(value, "shape", ()))
     dtype = str(getattr(value, "dtype", "")).replace("torch.", "")
     if param.shape is not None:
@@ -67,6 +71,42 @@ def check_argument(sig: Signature, index: int, value: Any) -> None:
         raise CallError(
             f"{sig.name}: argument {param.name!r} has dtype {dtype}, expected {param.describe()}"
         )
+
+
+def scalar_argument(sig: Signature, index: int, value: Any) -> int | float | bool:
+    """Argument ``index`` for a scalar parameter as the Python number TVM passes (a NumPy or
+    0-d array's value too); a ``CallError`` for an array, a non-number, a fraction for an
+    integer or a value outside the integer's range."""
+    param = sig.params[index]
+    expected = f"expected {param.describe()} (a number)"
+    shape = tuple(getattr(value, "shape", ()))
+    if shape:
+        raise CallError(
+            f"{sig.name}: argument {param.name!r} has shape {tuple(int(s) for s in shape)}, "
+            f"{expected}"
+        )
+    item = _as_numpy(value).item() if _kind(value) in ("numpy", "torch", "tvm") else value
+    if not isinstance(item, numbers.Real):  # bool and NumPy's numbers are Real too
+        raise CallError(
+            f"{sig.name}: argument {param.name!r} is a {type(value).__name__}, {expected}"
+        )
+    kind = np.dtype(param.dtype).kind
+    if kind == "f":
+        return float(item)
+    if kind == "b":
+        return bool(item)
+    if not float(item).is_integer():
+        raise CallError(
+            f"{sig.name}: argument {param.name!r} is {item!r}, expected {param.describe()} "
+            "(a whole number)"
+        )
+    whole, limits = int(item), np.iinfo(param.dtype)
+    if not limits.min <= whole <= limits.max:
+        raise CallError(
+            f"{sig.name}: argument {param.name!r} is {whole}, outside {param.dtype}'s range "
+            f"{limits.min}..{limits.max}"
+        )
+    return whole
 
 
 def prepare(built: Any, name: str | None, *, local: bool = True) -> Signature:
@@ -127,6 +167,9 @@ def to_device(
     dev = device_for(built.target) if device is None else device
     tensors = []
     for index, value in enumerate(args):
+        if sig.params[index].scalar:
+            tensors.append(scalar_argument(sig, index, value))
+            continue
         check_argument(sig, index, value)
         tensors.append(tensor(_as_numpy(value).copy(), device=dev))
     allocated = 0
@@ -207,7 +250,7 @@ def _copy_back(values: tuple[Any, ...], tensors: list[Any]) -> None:
             value.copyfrom(out)
 
 
-def _written_indices(sig: Signature) -> list[int]:
+def written_indices(sig: Signature) -> list[int]:
     """Positions of the parameters the function writes: its outputs and in-place inputs."""
     n_params = len(sig.params)
     return [
@@ -215,6 +258,11 @@ def _written_indices(sig: Signature) -> list[int]:
         for i, p in enumerate(sig.params)
         if p.name in sig.written or i >= n_params - sig.n_outputs
     ]
+
+
+def _array_indices(sig: Signature, n_args: int) -> list[int]:
+    """Positions of the arguments that are arrays (a scalar is passed by value: nothing to copy back)."""
+    return [i for i in range(n_args) if i >= len(sig.params) or not sig.params[i].scalar]
 
 
 def _convert(out: Any, like: str) -> Any:
@@ -247,11 +295,17 @@ def in_place_arguments(built: Any, sig: Signature, args: tuple[Any, ...]) -> lis
     device = device_for(built.target)
     if sig.relax or len(args) != len(sig.params):
         return None
-    if not all(_on_device(value, device) for value in args):
+    arrays = [value for p, value in zip(sig.params, args, strict=True) if not p.scalar]
+    if not all(_on_device(value, device) for value in arrays):
         return None
+    passed = []
     for index, value in enumerate(args):
-        check_argument(sig, index, value)
-    return list(args)
+        if sig.params[index].scalar:
+            value = scalar_argument(sig, index, value)
+        else:
+            check_argument(sig, index, value)
+        passed.append(value)
+    return passed
 
 
 def call_arguments(
@@ -273,7 +327,7 @@ def call_arguments(
     def copy_back() -> None:
         if allocated or sig.relax:
             return
-        written = _written_indices(sig) or range(len(args))
+        written = written_indices(sig) or _array_indices(sig, len(args))
         _copy_back(tuple(args[i] for i in written), [tensors[i] for i in written])
 
     return tensors, allocated, copy_back

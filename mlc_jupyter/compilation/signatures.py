@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..tvm_compat import ir_module_type, prim_func_type, tvm
+from ..tvm_compat import ir_module_type, is_scalar_param, prim_func_type, tvm, var_dtype
 
 _STORE = re.compile(r"^\s*(\w+)\[[^\n]*\]\s*=(?!=)", re.MULTILINE)
 _EXTERN = re.compile(r"T\.call_extern\(\s*\"[^\"]*\",\s*\"(\w+)\"")
@@ -19,13 +19,17 @@ _EXTERN = re.compile(r"T\.call_extern\(\s*\"[^\"]*\",\s*\"(\w+)\"")
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter of a built function: name, static shape (``None`` for symbolic) and dtype."""
+    """One parameter of a built function: name, static shape (``None`` when unknown, and for a
+    scalar) and dtype. A scalar (``n: T.int32``) takes a Python number, passed through as is."""
 
     name: str
     shape: tuple[int | None, ...] | None
     dtype: str
+    scalar: bool = False
 
     def describe(self) -> str:
+        if self.scalar:
+            return f"{self.name}: {self.dtype}"
         dims = ", ".join("?" if d is None else str(d) for d in self.shape or ())
         return f"{self.name}: ({dims}) {self.dtype}"
 
@@ -58,6 +62,16 @@ def _dims(shape: Any) -> tuple[int | None, ...]:
         except (TypeError, ValueError):
             out.append(None)
     return tuple(out)
+
+
+def _prim_func_param(var: Any) -> Param:
+    """A PrimFunc's parameter: a buffer (shape and dtype), a scalar (dtype only) or a pointer."""
+    if is_scalar_param(var):
+        return Param(var.name, None, var_dtype(var), scalar=True)
+    try:
+        return Param(var.name, _dims(var.shape), str(var.dtype))
+    except AttributeError:  # a raw T.handle: a pointer, an array of unknown shape
+        return Param(var.name, None, "")
 
 
 def as_module(obj: Any) -> Any:
@@ -94,13 +108,16 @@ def signatures(mod: Any) -> dict[str, Signature]:
         if relax_mode and isinstance(func, _tvm.relax.Function):
             params = []
             for var in func.params:
+                if is_scalar_param(var):
+                    params.append(Param(var.name, None, var_dtype(var), scalar=True))
+                    continue
                 ty = getattr(var, "ty", None) or getattr(var, "struct_info", None)
                 shape = getattr(ty, "shape", None)
                 dims = _dims(shape) if shape is not None else None
                 params.append(Param(var.name, dims, str(getattr(ty, "dtype", ""))))
             found[name] = Signature(name, tuple(params), 0, relax=True)
         elif not relax_mode and isinstance(func, prim_func_type()):
-            params = tuple(Param(p.name, _dims(p.shape), str(p.dtype)) for p in func.params)
+            params = tuple(_prim_func_param(p) for p in func.params)
             written = set(_STORE.findall(func.script()))
             n_out = 0
             for param in reversed(params):

@@ -14,6 +14,8 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..compilation import made_for
 from ..compilation.cached_build import Built
 from ..compilation.call import prepare, require_device_here
@@ -138,7 +140,9 @@ def time_functions(
     ]
     # the limits are this machine's: none for variants timed on an RPC server
     limits = (
-        None if spec is not None else device_limits(first.target, [p.dtype for p in sig.params])
+        None
+        if spec is not None
+        else device_limits(first.target, [p.dtype for p in sig.params if not p.scalar])
     )
     report = _finish(timings, notes)
     return dataclasses.replace(report, limits=limits, cores=kernel_cores(first.target))
@@ -264,7 +268,9 @@ def _expression_rows(
             if lib == "torch":
                 import torch  # deferred: optional, and slow to import
 
-                args = [torch.from_numpy(x).to(device) for x in args]
+                args = [
+                    torch.from_numpy(x).to(device) if isinstance(x, np.ndarray) else x for x in args
+                ]  # a scalar argument stays a number
             rows.append(callable_contender(lib, fn, args, lib, device=device))
         except Exception as err:  # noqa: BLE001 - a baseline row that cannot run says why
             rows.append(Contender(lib, lib, error=f"{type(err).__name__}: {err}"))

@@ -31,8 +31,16 @@ def buffer_load(expr: Any) -> tuple[Any, list[Any]] | None:
 
 
 def param_buffers(func: Any) -> list[Any]:
-    """The buffers a PrimFunc takes (its ``buffer_map`` values in the course; its params now)."""
-    return list(func.params)
+    """The buffers a PrimFunc takes, in order (its ``buffer_map`` values in the course; in 0.27
+    its params whose type is a ``BufferType``: a scalar parameter is not one)."""
+    buffer_type = tir().BufferType
+    return [p for p in func.params if isinstance(getattr(p, "ty", None), buffer_type)]
+
+
+def is_scalar_param(var: Any) -> bool:
+    """True for a scalar parameter (``n: T.int32`` of a PrimFunc, ``R.Prim("int64")`` of a Relax
+    function): its type is a ``PrimType``, with a dtype (:func:`var_dtype`) and no shape."""
+    return isinstance(getattr(var, "ty", None), tvm().ir.PrimType)
 
 
 def var_dtype(var: Any) -> str:

@@ -41,3 +41,18 @@ def test_buffer_accesses_attributes_and_nodes_are_where_0_27_keeps_them():
     )
     x = tvm_compat.tir().Var("x", "int32")
     assert int(tvm_compat.analyzer().simplify(x * 0 + 3)) == 3, "the analyzer moved or changed"
+
+
+def test_a_scalar_parameter_is_told_from_a_buffer_by_its_type():
+    tir = tvm_compat.tir()
+    n = tir.Var("n", "int32")
+    func = _shifted(0)
+    assert tvm_compat.is_scalar_param(n) and tvm_compat.var_dtype(n) == "int32", (
+        "a scalar Var no longer has a PrimType (is_scalar_param) with its dtype (var_dtype)"
+    )
+    assert not any(tvm_compat.is_scalar_param(p) for p in func.params)
+    buffers = tvm_compat.param_buffers(func)
+    assert [str(b.name) for b in buffers] == ["A", "B"], (
+        f"a PrimFunc's buffer params are no longer Vars with a BufferType: {buffers}"
+    )
+    assert [tuple(int(d) for d in b.shape) for b in buffers] == [(8,), (8,)]
