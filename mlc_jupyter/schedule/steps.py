@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 from .. import origins, tvm_compat
 from ..dialect import translate
 from ..errors import ScheduleStepError, error_reason
-from .handle_names import learn_cell_names, named_as_in_the_cell
+from .handle_names import cell_names, learn_cell_names, named_as_in_the_cell
 from .irdiff import changed_lines
 
 __all__ = [
@@ -238,8 +238,9 @@ def _defined(ns: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
 
 
 def export_steps(sch_or_run: Any) -> str:
-    """Code that, pasted into a ``%%mlc_schedule`` cell, reproduces the schedule's module."""
+    """Code that, pasted into a ``%%mlc_schedule`` cell, reproduces the schedule's module (with
+    the names the cell gave its handles)."""
     sch = getattr(sch_or_run, "sch", sch_or_run)
     if sch is None:
         raise ValueError("nothing to export: the schedule run failed")
-    return "\n".join(trace_lines(sch))
+    return "\n".join(named_as_in_the_cell(trace_lines(sch), cell_names(sch.trace)))

@@ -79,7 +79,9 @@ def test_bmm_relu_exercise_reaches_the_books_target_module(shell):
 
 def test_exported_steps_replay_on_a_fresh_schedule_to_an_equal_module(mm_relu):
     run = run_schedule_cell(MM_RELU_STEPS, mm_relu)
-    replayed = run_schedule_cell(export_steps(run), mm_relu)
+    exported = export_steps(run)
+    assert "sch.reorder(j0, k, j1)" in exported.splitlines()  # the cell's names
+    replayed = run_schedule_cell(exported, mm_relu)
     assert replayed.ok
     tvm_compat.assert_structural_equal(replayed.sch.mod, run.sch.mod)
 
