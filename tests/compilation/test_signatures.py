@@ -99,3 +99,19 @@ def test_a_floating_point_scalar_gets_a_seeded_random_value():
     first, second = random_inputs(sig, seed=0), random_inputs(sig, seed=0)
     assert isinstance(first[1], float) and 0.0 <= first[1] < 1.0
     assert first[1] == second[1] and np.array_equal(first[0], second[0])
+
+
+def test_the_books_plain_python_passes_a_scalar_to_a_built_function_and_its_timer(shell):
+    _run(shell, SCALE.replace("%%tir", "%%tir Scale"))
+    _run(
+        shell,
+        "import numpy as np\nimport tvm\n"
+        'rt_lib = tvm.build(Scale, target="llvm")\n'
+        "a_nd = tvm.nd.array(np.arange(64, dtype='float32'))\n"
+        "b_nd = tvm.nd.empty((64,), dtype='float32')\n"
+        'rt_lib["scale"](a_nd, b_nd, 5)\n'
+        'timing = rt_lib.time_evaluator("scale", tvm.cpu())(a_nd, b_nd, 6)\n',
+    )
+    ns = shell.user_ns
+    np.testing.assert_array_equal(ns["b_nd"].numpy(), np.arange(64, dtype="float32") * 6)
+    assert ns["timing"].mean > 0
