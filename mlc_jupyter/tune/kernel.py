@@ -34,9 +34,11 @@ from ..tvm_compat import (
     METASCHEDULE_LOGGER,
     cuda_compiler,
     fork_seed,
+    is_scalar_param,
     metaschedule,
     metaschedule_outside_notebook,
     metaschedule_task_loggers,
+    var_dtype,
 )
 from .budget import Budget
 from .callback import RecordAndReport
@@ -146,6 +148,7 @@ def _prepare(
     target = tuning_target(target, rpc_spec)
     tasks = collect_tasks(mod, target)
     check_bounds(tasks.workload)  # candidates are compiled and run in this process
+    _refuse_scalar_parameters(tasks)
     spaces = choose_spaces(tasks.mods, target, space)
     work = (
         Path(work_dir) if work_dir else work_dir_for(tasks.workload, target, tasks.kind, spaces.key)
@@ -155,6 +158,22 @@ def _prepare(
     log_path = work / "logs" / LOG_NAME
     peak = None if rpc_spec else _peak_gflops(target, tasks)
     return _Run(tasks, target, work, database, log_path, rpc_spec, budget, measured, spaces, peak)
+
+
+def _refuse_scalar_parameters(tasks: Tasks) -> None:
+    """A ``TuneError`` for a kernel with a scalar parameter: MetaSchedule measures candidates on
+    arguments it makes from buffer shapes, and fails deep in its runner on a scalar."""
+    for name, task in zip(tasks.names, tasks.mods, strict=True):
+        scalars = [p for p in task["main"].params if is_scalar_param(p)]
+        if scalars:
+            listed = ", ".join(f"{p.name}: {var_dtype(p)}" for p in scalars)
+            where = f"{name}: " if len(tasks.names) > 1 else ""
+            raise TuneError(
+                f"{where}cannot tune a kernel with a scalar parameter ({listed}): MetaSchedule "
+                "measures each candidate on arguments it makes from buffer shapes",
+                hint="write the value into the kernel (a constant) to tune it; %mlc_build and "
+                "%mlc_time take the kernel as it is",
+            )
 
 
 def _peak_gflops(target: Any, tasks: Tasks) -> float | None:

@@ -252,3 +252,25 @@ def test_a_time_budget_cuts_the_round_in_flight_instead_of_measuring_all_of_it(t
     result = tune(matmul(64), time="1s", per_iter=64, work_dir=tmp_path)
     # the rest of the round is skipped, not saved: a resume measures it
     assert result.stop_reason == "time" and 1 <= result.n_records < 64
+
+
+SCALE_BY_N = """
+@T.prim_func
+def scale(a: T.handle, b: T.handle, n: T.int32):
+    A = T.match_buffer(a, (64,), "float32")
+    B = T.match_buffer(b, (64,), "float32")
+    for i in range(64):
+        with T.block("B"):
+            vi = T.axis.spatial(64, i)
+            B[vi] = A[vi] * T.Cast("float32", n)
+"""
+
+
+def test_a_kernel_with_a_scalar_parameter_is_refused_before_the_search(tmp_path):
+    from mlc_jupyter import parse_tir
+    from mlc_jupyter.tune import tune
+
+    with pytest.raises(TuneError) as caught:
+        tune(parse_tir(SCALE_BY_N), "llvm", trials=4, work_dir=tmp_path)
+    assert str(caught.value).startswith("cannot tune a kernel with a scalar parameter (n: int32)")
+    assert "write the value into the kernel" in caught.value.hint
