@@ -243,9 +243,6 @@ def _task_contexts(
     ms = metaschedule()
     global_logger = logging.getLogger(METASCHEDULE_LOGGER)
     global_logger.setLevel(logging.WARNING)  # the console handler it makes gets WARNING
-    for handler in list(global_logger.handlers):  # it re-lists these by name; keep it clean
-        global_logger.removeHandler(handler)
-        handler.close()
     loggers = metaschedule_task_loggers(str(work_dir), tasks.names)
     contexts = []
     for name, mod, logger, rand, space in zip(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import logging
 import sys
 from collections.abc import Iterator
 from types import ModuleType
@@ -55,9 +56,18 @@ def derived_object(cls: type) -> type:
 
 
 def metaschedule_task_loggers(work_dir: str, task_names: list[str]) -> list[Any]:
-    """One logger per tuning task, writing to ``<work_dir>/logs`` as MetaSchedule's own do."""
+    """One logger per tuning task, writing to ``<work_dir>/logs`` as MetaSchedule's own do.
+
+    MetaSchedule re-lists the handlers already on its logger by name in a ``dictConfig``, which
+    fails on one without a name or one the config does not define; its config makes its own
+    console and file handlers again, so the ones there are closed and dropped first.
+    """
     from tvm.s_tir.meta_schedule.logging import get_loggers_from_work_dir
 
+    global_logger = logging.getLogger(METASCHEDULE_LOGGER)
+    for handler in list(global_logger.handlers):
+        global_logger.removeHandler(handler)
+        handler.close()
     return get_loggers_from_work_dir(work_dir, task_names)
 
 

@@ -43,7 +43,7 @@ def test_mlc_build_binds_a_callable_build_and_shows_the_resolved_target(ch2):
 
 
 def test_rebuilding_an_unchanged_module_says_it_was_cached_and_force_rebuilds(ch2):
-    ch2.run_line_magic("mlc_build", "MyModule --as first")
+    ch2.run_line_magic("mlc_build", "MyModule --as first --force")  # not the disk's copy
     with capture_output() as out:
         ch2.run_line_magic("mlc_build", "MyModule --as again")
     assert "again: cached, built before" in out.stdout

@@ -37,3 +37,11 @@ def test_the_notebook_switch_is_a_global_metaschedule_asks():
     with tvm_compat.metaschedule_outside_notebook():
         assert get_global_func(name)() is False
     tvm_compat.import_tensor_intrinsics(("x86",))
+
+
+def test_task_loggers_survive_a_handler_metaschedule_did_not_make(tmp_path):
+    stray = logging.StreamHandler()  # unnamed: MetaSchedule's dictConfig re-lists handlers by name
+    logging.getLogger(tvm_compat.METASCHEDULE_LOGGER).addHandler(stray)
+    loggers = tvm_compat.metaschedule_task_loggers(str(tmp_path), ["b"])
+    assert isinstance(loggers[0], logging.Logger)
+    assert stray not in logging.getLogger(tvm_compat.METASCHEDULE_LOGGER).handlers
