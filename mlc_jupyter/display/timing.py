@@ -231,11 +231,42 @@ def built_text(built: Built, name: str = "") -> str:
     return "\n".join([text, *built.notes])
 
 
+#: The report ``%mlc_time -o`` last showed, and the cell (execution count) that showed it.
+_shown: list[Any] = [None, None]
+
+
+def mark_shown(report: TimingReport, execution_count: int) -> None:
+    """Remember that ``%mlc_time -o`` already showed ``report`` in this cell.
+
+    Like ``%timeit -o``, whose result displays as one line after its printed summary: the same
+    cell then shows the returned report as a one-line summary, not its table a second time.
+    """
+    _shown[:] = [report, execution_count]
+
+
+def summary_line(report: TimingReport) -> str:
+    """``<TimingReport: 3 variants, fastest f 12.3 us (table above)>``."""
+    timed = [t for t in report.timings if t.median_s is not None]
+    best = min(timed, key=lambda t: t.median_s) if timed else None
+    fastest = f", fastest {best.name} {format_time(best.median_s)}" if best else ""
+    return f"<TimingReport: {len(report.timings)} variants{fastest} (table above)>"
+
+
 def register_formatters(ipython: Any) -> None:
     """Show timing reports and builds with these renderers."""
     formatters = ipython.display_formatter.formatters
-    formatters["text/html"].for_type(TimingReport, report_html)
-    formatters["text/plain"].for_type(TimingReport, lambda r, p, cycle: p.text(report_text(r)))
+
+    def shown_above(report: TimingReport) -> bool:
+        return _shown[0] is report and _shown[1] == ipython.execution_count
+
+    def report_as_html(report: TimingReport) -> str | None:
+        return None if shown_above(report) else report_html(report)
+
+    def report_as_text(report: TimingReport, p: Any, cycle: bool) -> None:
+        p.text(summary_line(report) if shown_above(report) else report_text(report))
+
+    formatters["text/html"].for_type(TimingReport, report_as_html)
+    formatters["text/plain"].for_type(TimingReport, report_as_text)
     formatters["text/html"].for_type(Timing, lambda t: report_html(TimingReport((t,))))
     formatters["text/plain"].for_type(
         Timing, lambda t, p, cycle: p.text(report_text(TimingReport((t,))))

@@ -9,7 +9,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from ..display.models import profile_bundle
-from ..display.timing import register_formatters, report_bundle
+from ..display.timing import mark_shown, register_formatters, report_bundle
 from ..measure import Sampling, is_relax_model, profile_kernels, time_functions
 from .lookup import lookup, unquote
 
@@ -78,6 +78,8 @@ class TimingMagics(Magics):
             torch_compile=not args.no_compile,
         )
         display(report_bundle(report), raw=True)
+        if args.output:
+            mark_shown(report, self.shell.execution_count)
         if args.breakdown:
             for name, variant in variants.items():
                 if is_relax_model(variant, args.target):

@@ -135,3 +135,18 @@ def test_bad_targets_keep_the_namespace(ch2):
     with pytest.raises(TargetError):
         ch2.run_line_magic("mlc_build", "MyModule --target llvn")
     assert "MyModule" in ch2.user_ns and "MyModule_lib" not in ch2.user_ns
+
+
+def test_mlc_time_o_as_a_cells_last_line_shows_the_table_once_like_timeit_o(ch2):
+    ch2.run_line_magic("mlc_build", "MyModule")
+    with capture_output() as out:  # store_history: cells numbered as in a notebook
+        assert ch2.run_cell(f"%mlc_time MyModule_lib {FAST} -o", store_history=True).success
+    tables = [o.data["text/html"] for o in out.outputs if "text/html" in o.data]
+    assert len(tables) == 1 and "<svg" not in out.stdout  # the magic's table, once
+    assert "<TimingReport: 1 variants, fastest MyModule_lib" in out.stdout  # the result, one line
+    with capture_output() as kept:
+        assert ch2.run_cell(f"r = %mlc_time MyModule_lib {FAST} -o", store_history=True).success
+    assert len([o for o in kept.outputs if "text/html" in o.data]) == 1  # shown, though kept
+    with capture_output() as later:
+        assert ch2.run_cell("r", store_history=True).success  # a later cell: the whole table
+    assert "median" in later.stdout and "TimingReport:" not in later.stdout
