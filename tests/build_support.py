@@ -12,6 +12,18 @@ LISTINGS = Path(__file__).parent / "course" / "listings"
 COURSE_TARGET = "llvm -num-cores=2"
 
 # The book's chapter 2 steps on mm_relu (course spelling: get_block).
+#: A kernel with a scalar parameter (``n``) beside its buffers.
+SCALE_BY_N = """
+@T.prim_func
+def scale(a: T.handle, b: T.handle, n: T.int32):
+    A = T.match_buffer(a, (64,), "float32")
+    B = T.match_buffer(b, (64,), "float32")
+    for i in range(64):
+        with T.block("B"):
+            vi = T.axis.spatial(64, i)
+            B[vi] = A[vi] * T.Cast("float32", n)
+"""
+
 MM_RELU_STEPS = """block_Y = sch.get_block("Y", func_name="mm_relu")
 i, j, k = sch.get_loops(block_Y)
 j0, j1 = sch.split(j, factors=[None, 4])

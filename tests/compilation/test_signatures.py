@@ -5,21 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from build_support import SCALE_BY_N
 
 from mlc_jupyter.compilation.signatures import Param, Signature
 from mlc_jupyter.errors import TimingError
 from mlc_jupyter.measure.inputs import random_inputs
 
-SCALE = """%%tir
-@T.prim_func
-def scale(a: T.handle, b: T.handle, n: T.int32):
-    A = T.match_buffer(a, (64,), "float32")
-    B = T.match_buffer(b, (64,), "float32")
-    for i in range(64):
-        with T.block("B"):
-            vi = T.axis.spatial(64, i)
-            B[vi] = A[vi] * T.Cast("float32", n)
-"""
+SCALE = "%%tir" + SCALE_BY_N
 
 
 def _run(shell, source: str):

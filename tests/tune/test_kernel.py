@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from build_support import matmul
+from build_support import SCALE_BY_N, matmul
 
 from mlc_jupyter.errors import NoGPUError, RemoteError, TuneError
 
@@ -252,18 +252,6 @@ def test_a_time_budget_cuts_the_round_in_flight_instead_of_measuring_all_of_it(t
     result = tune(matmul(64), time="1s", per_iter=64, work_dir=tmp_path)
     # the rest of the round is skipped, not saved: a resume measures it
     assert result.stop_reason == "time" and 1 <= result.n_records < 64
-
-
-SCALE_BY_N = """
-@T.prim_func
-def scale(a: T.handle, b: T.handle, n: T.int32):
-    A = T.match_buffer(a, (64,), "float32")
-    B = T.match_buffer(b, (64,), "float32")
-    for i in range(64):
-        with T.block("B"):
-            vi = T.axis.spatial(64, i)
-            B[vi] = A[vi] * T.Cast("float32", n)
-"""
 
 
 def test_a_kernel_with_a_scalar_parameter_is_refused_before_the_search(tmp_path):
