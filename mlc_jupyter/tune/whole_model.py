@@ -9,8 +9,9 @@ trials on warming up. Here:
    are the PrimFuncs the module brings itself (called with ``R.call_tir`` or
    ``R.call_dps_packed``), unless their shapes are symbolic. ``func`` picks one (the book's §4.6).
 2. A per-kernel profile of the default build gives each task its share of the model's latency;
-   a kernel under :data:`MIN_SHARE` keeps its default schedule. Kernels of the same structure
-   (structurally equal workloads) are one task: tuned once, the result used by each.
+   a kernel under :data:`~.model_plan.MIN_SHARE` keeps its default schedule. Kernels of the same
+   structure (structurally equal workloads) are one task: tuned once, the result used by each
+   (:mod:`.model_plan` makes this plan).
 3. Tasks are tuned one after the other, the largest share first, each by
    :func:`.kernel.tune_kernel` in the kernel's own work dir: the one ``%mlc_tune`` of that kernel
    alone uses (under ``work_dir/kernels`` when the user gives a work dir). Its database is
@@ -30,7 +31,6 @@ trials on warming up. Here:
 from __future__ import annotations
 
 import dataclasses
-import json
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,78 +39,41 @@ from time import perf_counter
 from typing import Any
 
 from ..compilation import build_module
-from ..compilation.default_schedule import Prepared, has_operators, prepare_model
 from ..errors import MLCError, TuneError
-from ..measure import profile_kernels, time_functions
+from ..measure import time_functions
 from ..results import ImportedModel
 from ..tvm_compat import (
     IS_SCHEDULED_ATTR,
     metaschedule,
-    prim_func_type,
     remove_weight_layout_rewrite,
-    structural_equal,
-    structural_hash,
     tvm,
 )
 from .budget import MIN_TASK_TRIALS, Budget, TimeLedger, budget_for, round_size, slot_s
 from .kernel import MAX_PER_ITER, MIN_PER_ITER, tune_kernel
+from .model_plan import (
+    MIN_SHARE,
+    KernelTask,
+    TaskGroup,
+    group_tasks,
+    plan_model,
+    save_final_s,
+    with_origin,
+)
 from .options import SearchOptions, tuning_target, work_dir_for
 from .records import create_database, write_kernel_dirs
 from .report import ModelTask, TuneResult
 from .spaces import choose_spaces
-from .tasks import collect_tasks
 from .timing import KernelSamplers, in_turns
 
-#: A kernel with a smaller share of the model's latency keeps its default schedule.
-MIN_SHARE = 0.01
 #: A tuned kernel replaces the default one only when it is faster by more than this share (a
 #: tie within the noise of the timing keeps the schedule the build already has).
 KEEP_MARGIN = 0.02
-#: Where a work dir keeps each kernel's calls, seconds and share of the model's latency, and how
-#: long the plan and the end of the last run took.
-SHARES_FILE = "model_shares.json"
 #: Where a work dir's kernels keep their databases under a work dir the user gave.
 KERNELS_DIR = "kernels"
 #: Rounds of the before/after timing of each kernel.
 COMPARE_ROUNDS = 5
 
 TaskStart = Callable[[int, int, "ModelTask"], None]
-
-
-@dataclass
-class _Task:
-    name: str
-    func: Any  # the kernel to tune (unscheduled)
-    default: Any  # the kernel a build uses (default schedule, or the hand-written one)
-    trace: Any = None  # the default schedule's trace, when it has one
-    calls: int = 0
-    seconds: float = 0.0  # per model call, from the profile
-    share: float = 0.0
-    workload: Any = None  # the kernel as its database stores it (``main``, no-alias)
-
-
-@dataclass
-class _Group:
-    """Kernels of one structure: tuned once (the first, the largest share), used by all."""
-
-    tasks: list[_Task]
-
-    @property
-    def lead(self) -> _Task:
-        return self.tasks[0]
-
-    @property
-    def share(self) -> float:
-        return sum(t.share for t in self.tasks)
-
-
-@dataclass
-class _Plan:
-    prepared: Any
-    tasks: list[_Task] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # kernels that cannot be tuned, and why
-    profiled: bool = True
-    final_s: float = 0.0  # what the end of the run is expected to take
 
 
 @dataclass
@@ -156,12 +119,12 @@ def tune_model(
     work = Path(work_dir) if work_dir else work_dir_for(mod, target, "model", str(func or ""))
     if fresh and work.exists():
         shutil.rmtree(work)
-    plan = _plan(mod, target, func, origin, work)
+    plan = plan_model(mod, target, func, origin, work)
     if not plan.tasks:
         reasons = "; ".join(plan.skipped) or "it has no kernels"
         raise TuneError(f"nothing in this model can be tuned: {reasons}")
     tuned_tasks = [t for t in plan.tasks if t.share >= MIN_SHARE or func or not plan.profiled]
-    groups = _groups(tuned_tasks)
+    groups = group_tasks(tuned_tasks)
     kernels_root = work / KERNELS_DIR if work_dir else None
     dirs = {
         t.name: _kernel_dir(t.workload, target, search.space, kernels_root) for t in tuned_tasks
@@ -183,7 +146,7 @@ def tune_model(
     tuned_mod = _assemble(plan.prepared, out.chosen)
     baseline, latency, timing = _time_models(plan.prepared, tuned_mod, origin, target, search.rpc)
     end = perf_counter()
-    _save_final_s(work, end - tuned)
+    save_final_s(work, end - tuned)
     return TuneResult(
         workload=mod,
         mod=tuned_mod,
@@ -212,21 +175,6 @@ def tune_model(
     )
 
 
-def _groups(tasks: list[_Task]) -> list[_Group]:
-    """The tasks grouped by structure (their workloads structurally equal), largest share first."""
-    groups: dict[int, list[_Group]] = {}
-    for task in tasks:  # tasks come largest share first, so each group's lead is its largest
-        candidates = groups.setdefault(int(structural_hash(task.workload)), [])
-        same = next(
-            (g for g in candidates if structural_equal(g.lead.workload, task.workload)), None
-        )
-        if same is None:
-            candidates.append(_Group([task]))
-        else:
-            same.tasks.append(task)
-    return sorted((g for gs in groups.values() for g in gs), key=lambda g: -g.share)
-
-
 def _kernel_dir(workload: Any, target: Any, space: Any, root: Path | None) -> Path:
     """A kernel's work dir: the one ``%mlc_tune`` of that kernel alone uses (``root``: under a
     work dir the user gave), so every model with this kernel shares its records."""
@@ -235,7 +183,7 @@ def _kernel_dir(workload: Any, target: Any, space: Any, root: Path | None) -> Pa
 
 
 def _tune_groups(
-    groups: list[_Group], dirs: dict[str, Path], target: Any, budget: Budget,
+    groups: list[TaskGroup], dirs: dict[str, Path], target: Any, budget: Budget,
     search: SearchOptions, ledger: TimeLedger, on_task: TaskStart | None,
 ) -> _Outcome:  # fmt: skip
     """Tune each group in turn within its slot of the budget; the rows of every kernel."""
@@ -296,119 +244,16 @@ def _tune_groups(
     return out
 
 
-def _others(group: _Group, member: _Task | None = None) -> tuple[str, ...]:
+def _others(group: TaskGroup, member: KernelTask | None = None) -> tuple[str, ...]:
     member = member or group.lead
     return tuple(t.name for t in group.tasks if t is not member)
 
 
-def _default_rows(group: _Group) -> list[ModelTask]:
+def _default_rows(group: TaskGroup) -> list[ModelTask]:
     return [
         ModelTask(t.name, t.calls, t.share, 0, None, None, "default", shared_with=_others(group, t))
         for t in group.tasks
     ]
-
-
-def _plan(mod: Any, target: Any, func: str | None, origin: Any, work: Path) -> _Plan:
-    """The model as built, its tasks and their shares of the model's latency.
-
-    The shares are measured once per work dir and kept there (:data:`SHARES_FILE`): a run that
-    resumes splits its budget as the first run did, so it measures only what is missing.
-    """
-    prepared = prepare_model(mod, target) if has_operators(mod) else Prepared(mod, fused=mod)
-    plan = _Plan(prepared.mod)
-    made = set(prepared.scheduled) | set(prepared.unscheduled)
-    for gv, kernel in prepared.mod.functions_items():
-        name = gv.name_hint
-        if not isinstance(kernel, prim_func_type()) or (func is not None and name != func):
-            continue
-        source = prepared.fused[name] if name in made else kernel
-        if not _static(source):
-            plan.skipped.append(f"{name} has symbolic shapes (MetaSchedule tunes fixed shapes)")
-            continue
-        workload = collect_tasks(tvm().IRModule({name: source}), target).mods[0]
-        plan.tasks.append(_Task(name, source, kernel, prepared.traces.get(name), workload=workload))
-    if func is not None and not any(t.name == func for t in plan.tasks) and not plan.skipped:
-        names = sorted(
-            gv.name_hint
-            for gv, f in prepared.mod.functions_items()
-            if isinstance(f, prim_func_type())
-        )
-        raise TuneError(
-            f"no kernel {func!r} in this model", hint=f"its kernels: {', '.join(names) or 'none'}"
-        )
-    saved = _saved(work)
-    kernels = saved.get("kernels", {})
-    if kernels and {t.name for t in plan.tasks} <= set(kernels):
-        for task in plan.tasks:
-            task.calls, task.seconds, task.share = kernels[task.name]
-        plan.tasks.sort(key=lambda t: -t.share)
-        plan.final_s = float(saved.get("final_s") or saved.get("plan_s") or 0.0)
-        return plan
-    began = perf_counter()
-    _profile(plan, target, origin)
-    # the end builds the tuned model and times it beside the default one: about the profile's work
-    plan.final_s = float(saved.get("final_s") or perf_counter() - began)
-    if plan.profiled:
-        rows = {t.name: [t.calls, t.seconds, t.share] for t in plan.tasks}
-        _save(work, {**saved, "kernels": rows, "plan_s": perf_counter() - began})
-    return plan
-
-
-def _saved(work: Path) -> dict[str, Any]:
-    """What the work dir's :data:`SHARES_FILE` holds (nothing when missing, torn or older)."""
-    try:
-        saved = json.loads((work / SHARES_FILE).read_text())
-        kernels = saved["kernels"]
-        saved["kernels"] = {n: (int(c), float(s), float(f)) for n, (c, s, f) in kernels.items()}
-        return saved
-    except (OSError, ValueError, TypeError, KeyError):
-        return {}
-
-
-def _save(work: Path, saved: dict[str, Any]) -> None:
-    work.mkdir(parents=True, exist_ok=True)
-    (work / SHARES_FILE).write_text(json.dumps(saved, indent=1))
-
-
-def _save_final_s(work: Path, seconds: float) -> None:
-    """Keep how long the end took, so the next run of this model keeps that much time for it."""
-    saved = _saved(work)
-    if saved:
-        _save(work, {**saved, "final_s": seconds})
-
-
-def _static(func: Any) -> bool:
-    try:
-        return all(int(d) >= 0 for p in func.params for d in p.shape)
-    except (TypeError, ValueError, AttributeError):
-        return False
-
-
-def _profile(plan: _Plan, target: Any, origin: Any) -> None:
-    """Each task's calls, seconds and share of the model's latency (equal shares when the model
-    cannot run here, e.g. with inputs whose shapes are symbolic)."""
-    try:
-        built = build_module(plan.prepared, target)
-        if origin is not None:
-            built = _with_origin(built, origin)
-        profile = profile_kernels(built, runs=3)
-    except MLCError:
-        plan.profiled = False
-        for task in plan.tasks:
-            task.share = 1.0 / len(plan.tasks)
-        return
-    whole = profile.kernel_s + profile.overhead_s
-    by_name = {k.name: k for k in profile.kernels}
-    for task in plan.tasks:
-        kernel = by_name.get(task.name)
-        if kernel is not None:
-            task.calls, task.seconds = kernel.calls, kernel.seconds
-            task.share = kernel.seconds / whole if whole else 0.0
-    plan.tasks.sort(key=lambda t: -t.share)
-
-
-def _with_origin(built: Any, origin: Any) -> Any:
-    return dataclasses.replace(built, origin=origin)
 
 
 def planned_tasks(budget: Budget, shares: list[float]) -> int:
@@ -437,7 +282,7 @@ def _trial_targets(shares: list[float], trials: int | None) -> list[int | None]:
 
 
 def _tune_task(
-    task: _Task, target: Any, trials: int | None, seconds: float | None, work: Path,
+    task: KernelTask, target: Any, trials: int | None, seconds: float | None, work: Path,
     search: SearchOptions,
 ) -> TuneResult:  # fmt: skip
     workload = tvm().IRModule({task.name: task.func})  # the seed counts among earlier trials
@@ -446,7 +291,7 @@ def _tune_task(
     )
 
 
-def _seed_with_default(task: _Task, target: Any, work: Path) -> bool:
+def _seed_with_default(task: KernelTask, target: Any, work: Path) -> bool:
     """Commit the default schedule to the database as a measured record (once per task), so the
     evolutionary search starts from it; ``True`` when it did now."""
     ms = metaschedule()
@@ -481,7 +326,7 @@ def _kernel_module(func: Any) -> Any:
     )
 
 
-def _compare(task: _Task, tuned: Any, target: Any) -> tuple[float | None, float | None]:
+def _compare(task: KernelTask, tuned: Any, target: Any) -> tuple[float | None, float | None]:
     """The default and the tuned kernel's seconds per call, timed in turns on shared buffers."""
     if tuned is None:
         return None, None
@@ -524,7 +369,7 @@ def _time_models(
 
 def _variant(mod: Any, origin: Any, target: Any) -> Any:
     built = build_module(mod, target)
-    return _with_origin(built, origin) if origin is not None else built
+    return with_origin(built, origin) if origin is not None else built
 
 
 __all__ = ["tune_model"]
