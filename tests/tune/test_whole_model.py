@@ -15,6 +15,7 @@ from mlc_jupyter.compilation import build_module
 from mlc_jupyter.errors import TuneError
 from mlc_jupyter.models import import_model
 from mlc_jupyter.tune import tune
+from mlc_jupyter.tune.model_plan import MIN_SHARE
 
 #: The book's section 4.6 module: linear0 in TensorIR (fixed shapes), the rest from the runtime.
 MIXTURE = """
@@ -107,9 +108,13 @@ def test_every_kernel_is_a_task_tuned_in_order_of_its_share_of_the_latency(mlp_r
     shares = [row.share for row in result.model_tasks]
     assert shares == sorted(shares, reverse=True) and 0.5 < sum(shares) <= 1.0
     for row in result.model_tasks:
-        # every kernel was searched (a tiny kernel's space may hold fewer distinct candidates)
+        if row.share < MIN_SHARE:  # too small a part of the model to spend trials on
+            assert row.trials == 0 and row.kept == "default"
+            continue
+        # every other kernel was searched (a tiny kernel's space may hold few distinct candidates)
         assert row.trials > 0 and row.before_s and row.after_s
         assert row.kept == "default" or row.after_s < row.before_s
+    assert result.model_tasks[0].trials > 0
     assert result.baseline_latency_s and result.best_latency_s
     x = torch.randn(1, 784)
     out = build_module(result)(x.numpy())
@@ -202,7 +207,7 @@ def test_another_model_with_a_kernel_tuned_before_reuses_its_records(mlp_run):
     shared = first.model_tasks[0]  # the MLP's first layer: (1, 784) x (784, 128), bias, ReLU
     torch.manual_seed(1)
     wider = torch.nn.Sequential(
-        torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Linear(128, 32), torch.nn.ReLU()
+        torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Linear(128, 128), torch.nn.ReLU()
     )
     other = import_model(wider, torch.randn(1, 784))
     result = tune(other, trials=32, per_iter=8, work_dir=work)
