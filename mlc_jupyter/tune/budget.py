@@ -128,6 +128,15 @@ PRIOR_OVERHEAD_S = 5.0
 FIRST_ROUND_SHARE = 0.5
 #: Time kept free at the end of a model's budget beyond the final timing's estimate.
 END_MARGIN_SHARE = 0.02
+#: A search limited by time stops after a round when less than this share of that round's time
+#: is left: the next round's candidates would be generated and compiled, then cut off unmeasured.
+ROUND_FIT_SHARE = 0.5
+
+
+def next_round_fits(left_s: float, round_s: float) -> bool:
+    """Whether a search with ``left_s`` seconds left should start another round like the last
+    one (``round_s`` seconds: generating, compiling and measuring its candidates)."""
+    return left_s >= ROUND_FIT_SHARE * round_s
 
 
 @dataclass

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..tvm_compat import derived_object, metaschedule
-from .budget import Budget, has_converged
+from .budget import Budget, has_converged, next_round_fits
 from .report import TuneProgress
 from .run_state import BUILD_FAILED, INTERRUPTED, KNOWN_PREFIX, Shared, StopTuning
 
@@ -56,6 +56,7 @@ class RecordAndReport(ms.measure_callback.PyMeasureCallback):
         self.work_dir = work_dir
         self.curves = curves
         self.start = time.perf_counter()
+        self.round_end = self.start
         self.new_done = 0
         self.reused = 0
         self.in_batch = 0
@@ -133,10 +134,18 @@ class RecordAndReport(ms.measure_callback.PyMeasureCallback):
             raise StopTuning(reason)
 
     def _budget_spent(self) -> str:
-        """``"time"`` or ``"converged"`` when the run should end after this batch, else ``""``."""
+        """``"time"`` or ``"converged"`` when the run should end after this batch, else ``""``.
+
+        Time is up also when too little is left for another round like this one (its candidates
+        would be cut off unmeasured at the deadline): the time goes to what comes after.
+        """
         budget = self.budget
-        if budget.time_s is not None and time.perf_counter() - self.start >= budget.time_s:
-            return "time"
+        now = time.perf_counter()
+        round_s, self.round_end = now - self.round_end, now
+        if budget.time_s is not None:
+            left = budget.time_s - (now - self.start)
+            if left <= 0 or not next_round_fits(left, round_s):
+                return "time"
         if budget.converge and self.curves:
             new = self.done - self.done_before
             if all(

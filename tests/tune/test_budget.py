@@ -15,6 +15,7 @@ from mlc_jupyter.tune.budget import (
     budget_for,
     duration_text,
     has_converged,
+    next_round_fits,
     parse_duration,
     round_size,
     slot_s,
@@ -101,3 +102,8 @@ def test_the_ledger_learns_the_pace_and_keeps_the_end_s_time():
     assert ledger.candidate_s() == pytest.approx(60.0 / (4 * MIN_TASK_TRIALS))
     assert ledger.task_overhead_s() == pytest.approx(10.0)
     assert TimeLedger(deadline=None).left_s(now=5.0, total_s=0.0) == float("inf")
+
+
+def test_a_search_stops_when_the_next_round_would_be_cut_off_at_the_deadline():
+    assert next_round_fits(left_s=30.0, round_s=20.0)
+    assert not next_round_fits(left_s=5.0, round_s=20.0)
