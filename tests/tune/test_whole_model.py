@@ -54,32 +54,25 @@ class MyModuleMixture:
 """
 
 
+#: One dense kernel, written under the name given.
+_DENSE = """
+    @T.prim_func
+    def {name}(X: T.Buffer((1, 64), "float32"), W: T.Buffer((64, 64), "float32"),
+               Z: T.Buffer((1, 64), "float32")):
+        T.func_attr({{"global_symbol": "{name}", "tir.noalias": True}})
+        for i, j, k in T.grid(1, 64, 64):
+            with T.block("Z"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    Z[vi, vj] = T.float32(0)
+                Z[vi, vj] = Z[vi, vj] + X[vi, vk] * W[vj, vk]
+"""
 #: Two kernels of one structure under two names, as a hand-written module has them.
-TWINS = """
-@tvm.script.ir_module
-class Twins:
-    @T.prim_func
-    def dense_a(X: T.Buffer((1, 64), "float32"), W: T.Buffer((64, 64), "float32"),
-                Z: T.Buffer((1, 64), "float32")):
-        T.func_attr({"global_symbol": "dense_a", "tir.noalias": True})
-        for i, j, k in T.grid(1, 64, 64):
-            with T.block("Z"):
-                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-                with T.init():
-                    Z[vi, vj] = T.float32(0)
-                Z[vi, vj] = Z[vi, vj] + X[vi, vk] * W[vj, vk]
-
-    @T.prim_func
-    def dense_b(X: T.Buffer((1, 64), "float32"), W: T.Buffer((64, 64), "float32"),
-                Z: T.Buffer((1, 64), "float32")):
-        T.func_attr({"global_symbol": "dense_b", "tir.noalias": True})
-        for i, j, k in T.grid(1, 64, 64):
-            with T.block("Z"):
-                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-                with T.init():
-                    Z[vi, vj] = T.float32(0)
-                Z[vi, vj] = Z[vi, vj] + X[vi, vk] * W[vj, vk]
-
+TWINS = (
+    "@tvm.script.ir_module\nclass Twins:"
+    + _DENSE.format(name="dense_a")
+    + _DENSE.format(name="dense_b")
+    + """
     @R.function
     def main(x: R.Tensor((1, 64), "float32"), w0: R.Tensor((64, 64), "float32"),
              w1: R.Tensor((64, 64), "float32")):
@@ -90,6 +83,7 @@ class Twins:
             R.output(out)
         return out
 """
+)
 
 
 @pytest.fixture(scope="module")
