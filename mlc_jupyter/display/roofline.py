@@ -61,17 +61,25 @@ def _ceilings(limits: MachineLimits, cores: int) -> tuple[float, float, list[tup
     return peak, bandwidth, lower
 
 
+def ceilings_line(peak: float, bandwidth: float, cores: int, quiet: bool = True) -> str:
+    """``roofline: fp32 peak 473 GFLOP/s (2 cores), bandwidth 28.1 GB/s, ridge at 16.8
+    flop/byte``, and a hint when the limits were measured on a busy machine; ``cores`` 0 for a
+    GPU (one device)."""
+    on = f" ({cores} core{'s' if cores > 1 else ''})" if cores > 0 else ""
+    return (
+        f"roofline: fp32 peak {peak:.0f} GFLOP/s{on}, "
+        f"bandwidth {bandwidth:.1f} GB/s, ridge at {peak / bandwidth:.1f} flop/byte"
+        + ("" if quiet else " (measured on a busy machine: %mlc_machine --refresh)")
+    )
+
+
 def roofline_text(points: list[RooflinePoint], limits: MachineLimits, cores: int) -> str:
     """The chart in words: the ceilings, then each point's share of the roof above it."""
     peak, bandwidth, _ = _ceilings(limits, cores)
     if not peak or not bandwidth:
         return ""
     ridge = peak / bandwidth
-    lines = [
-        f"roofline: fp32 peak {peak:.0f} GFLOP/s ({cores} core{'s' if cores > 1 else ''}), "
-        f"bandwidth {bandwidth:.1f} GB/s, ridge at {ridge:.1f} flop/byte"
-        + ("" if limits.quiet else " (measured on a busy machine: %mlc_machine --refresh)")
-    ]
+    lines = [ceilings_line(peak, bandwidth, cores, limits.quiet)]
     for point in points:
         roof = limits.roof(point.intensity, cores) or peak
         bound = "compute-bound" if point.intensity >= ridge else "memory-bound"

@@ -4,6 +4,12 @@ TVM 0.27's Relax VM has no profiler of its own any more, but it calls an *instru
 after every instruction. Timing each call of a kernel between the two gives its share of the
 model. The instrument is Python, so each call costs a microsecond or two more than it would;
 the model's latency is measured separately, without it.
+
+Each kernel is also put on this machine's roofline, as Intel Advisor or Nsight Compute's "speed
+of light" do: its bytes moved (at least its arguments, read or written once), its arithmetic
+intensity, whether that is below the ridge point (memory-bound) or above it (compute-bound), and
+its rate as a share of the roof over it, ``min(peak, intensity x bandwidth)``. A batch-1 dense
+layer that streams its weights at the memory bandwidth is at its roof, not at "2% of peak".
 """
 
 from __future__ import annotations
@@ -19,9 +25,10 @@ from ..compilation.call import prepare, relax_vm, to_device
 from ..compilation.default_schedule import PACKED_SUFFIX
 from ..errors import TimingError
 from ..tvm_compat import prim_func_type
-from .machine import cpu_limits
+from .gpu_limits import device_limits
+from .machine import MachineLimits, kernel_cores
 from .reference import is_torch_module
-from .timer import as_built, estimate_flops, model_inputs
+from .timer import argument_bytes, argument_dtypes, as_built, estimate_flops, model_inputs
 
 #: About how long the instrumented runs of a profile take, at least one run (a slow model gets
 #: fewer runs than asked for).
@@ -38,10 +45,22 @@ class KernelTime:
     calls: int
     seconds: float
     flops: float | None = None
+    #: bytes its arguments hold, times its calls: the least memory traffic per model call
+    bytes: float | None = None
 
     @property
     def gflops(self) -> float | None:
         return self.flops / self.seconds / 1e9 if self.flops and self.seconds else None
+
+    @property
+    def gbs(self) -> float | None:
+        """GB/s of its arguments' bytes (a lower bound of the traffic it made)."""
+        return self.bytes / self.seconds / 1e9 if self.bytes and self.seconds else None
+
+    @property
+    def intensity(self) -> float | None:
+        """FLOPs per byte of its arguments: where it sits on the roofline."""
+        return self.flops / self.bytes if self.flops and self.bytes else None
 
 
 @dataclass(frozen=True)
@@ -57,8 +76,17 @@ class KernelProfile:
     overhead_s: float
     total_s: float | None
     runs: int
-    #: this machine's fp32 peak for the build's target (GFLOP/s), when known
+    #: this machine's fp32 peak for the build's target (GFLOP/s, on the cores its kernels use),
+    #: when known
     peak_gflops: float | None = None
+    #: this machine's memory bandwidth for the build's target (GB/s), when known
+    bandwidth_gbs: float | None = None
+    #: the cores the peak and bandwidth are for (0 for a GPU: one device)
+    cores: int = 0
+    #: why there is no roof to measure the kernels against (empty when there is one)
+    no_roof: str = ""
+    #: whether the limits were measured on a quiet machine (if not, they may read low)
+    limits_quiet: bool = True
 
     @property
     def kernel_s(self) -> float:
@@ -68,6 +96,33 @@ class KernelProfile:
         """The kernel's part of the time of all kernels and VM instructions together."""
         whole = self.kernel_s + self.overhead_s
         return kernel.seconds / whole if whole else 0.0
+
+    @property
+    def ridge(self) -> float | None:
+        """The intensity (flop/byte) where the memory roof meets the compute roof."""
+        if self.peak_gflops and self.bandwidth_gbs:
+            return self.peak_gflops / self.bandwidth_gbs
+        return None
+
+    def bound(self, kernel: KernelTime) -> str | None:
+        """``memory`` below the ridge (or for a kernel without FLOPs: a copy, a reshape),
+        ``compute`` at or above it; ``None`` when the limits or its bytes are unknown."""
+        ridge = self.ridge
+        if ridge is None or not kernel.bytes:
+            return None
+        intensity = kernel.intensity
+        return "compute" if intensity is not None and intensity >= ridge else "memory"
+
+    def roof_share(self, kernel: KernelTime) -> float | None:
+        """Its rate over the roof above it, ``min(peak, intensity x bandwidth)``: near 1 is as
+        fast as this machine allows (above 1 its arguments stayed in a cache between calls)."""
+        bound = self.bound(kernel)
+        if bound == "compute" and kernel.gflops and self.peak_gflops:
+            return kernel.gflops / self.peak_gflops
+        if bound == "memory" and kernel.gbs and self.bandwidth_gbs:
+            # achieved / (intensity x bandwidth) = bytes per second / bandwidth
+            return kernel.gbs / self.bandwidth_gbs
+        return None
 
 
 def profile_kernels(
@@ -131,6 +186,7 @@ def profile_kernels(
             calls[symbol] // runs,
             secs / runs,
             _flops(built, symbol, calls[symbol] // runs),
+            _bytes(built, symbol, calls[symbol] // runs),
         )
         for symbol, secs in seconds.items()
         if symbol in known or not symbol.startswith(VM_PREFIX)
@@ -139,13 +195,19 @@ def profile_kernels(
     # What the VM does between kernels, as the uninstrumented latency shows it (the
     # instrument's own cost would dominate it for a small model).
     overhead = max(0.0, float(total.median) - sum(k.seconds for k in rows))
+    limits, no_roof = _limits(built)
+    cores = 0 if limits is not None and limits.is_gpu else kernel_cores(built.target)
     return KernelProfile(
         name=name or "the model",
         kernels=tuple(rows),
         overhead_s=overhead,
         total_s=float(total.median),
         runs=runs,
-        peak_gflops=_peak(built),
+        peak_gflops=limits.peak(cores) if limits else None,
+        bandwidth_gbs=limits.bandwidth(cores) if limits else None,
+        cores=cores,
+        no_roof=no_roof,
+        limits_quiet=limits.quiet if limits else True,
     )
 
 
@@ -154,19 +216,37 @@ def is_relax_model(variant: Any, target: Any = None) -> bool:
     return not is_torch_module(variant) and as_built(variant, target).relax
 
 
-def _peak(built: Built) -> float | None:
-    """The fp32 peak of all cores at the widest vectors (measured once per machine, cached)."""
-    limits = cpu_limits(built.target, ["float32"])
-    return limits.peak() if limits is not None else None
+def _limits(built: Built) -> tuple[MachineLimits | None, str]:
+    """This machine's limits for the build's target (measured once, cached), or why none."""
+    kind = str(getattr(getattr(built.target, "kind", None), "name", ""))
+    floats = sorted({d for d in argument_dtypes(built.mod) if d.startswith(("float", "bfloat"))})
+    limits = device_limits(built.target, floats or ["float32"])
+    if limits is not None and limits.peak() and limits.bandwidth():
+        return limits, ""
+    if kind not in ("llvm", "cuda"):
+        return None, f"no roof: the limits of {kind} devices are not measured (CPU and CUDA are)"
+    if any(d != "float32" for d in floats):
+        return None, f"no roof: the peak is an fp32 figure and the kernels use {', '.join(floats)}"
+    return None, "no roof: this machine's limits could not be measured (try %mlc_machine)"
 
 
 def _is_prim(func: Any) -> bool:
     return isinstance(func, prim_func_type())
 
 
-def _flops(built: Built, kernel: str, calls: int) -> float | None:
+def _function(built: Built, kernel: str) -> str | None:
+    """The module's name of the kernel the VM called (``None``: one the build made itself)."""
     names = {gv.name_hint for gv, _ in built.mod.functions_items()}
-    if kernel not in names and kernel + PACKED_SUFFIX in names:
-        kernel += PACKED_SUFFIX
-    flops = estimate_flops(built.mod, kernel)  # None for a kernel the build made itself
+    return next((n for n in (kernel, kernel + PACKED_SUFFIX) if n in names), None)
+
+
+def _flops(built: Built, kernel: str, calls: int) -> float | None:
+    name = _function(built, kernel)
+    flops = estimate_flops(built.mod, name) if name else None
     return flops * calls if flops else None
+
+
+def _bytes(built: Built, kernel: str, calls: int) -> float | None:
+    name = _function(built, kernel)
+    size = argument_bytes(built.mod, name) if name else None
+    return size * calls if size else None

@@ -45,8 +45,8 @@ def test_breakdown_shows_where_the_time_goes_as_a_table_and_a_bar_chart(shell, c
     profile = profile_kernels(shell.user_ns["m"], runs=2)
     bundle = profile_bundle(profile)
     assert "<svg" in bundle["text/html"] and "<table" in bundle["text/html"]
-    assert profile.peak_gflops  # how far each kernel is from this machine's fp32 peak
-    assert "of peak)" in bundle["text/plain"]
+    assert profile.peak_gflops and profile.bandwidth_gbs  # each kernel against this machine's roof
+    assert "% of roof" in bundle["text/plain"] and "bound" in bundle["text/plain"]
 
 
 def test_an_operator_tvm_lacks_is_one_short_error_naming_it(shell):

@@ -1,0 +1,91 @@
+"""The per-kernel breakdown as text and HTML: the roof above the table, each kernel's bound and
+share of its roof, the columns consistent between the two (a real MLP build profiled here)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+import torch
+from model_support import mlp
+
+from mlc_jupyter.compilation import build_module
+from mlc_jupyter.display.models import profile_html, profile_text
+from mlc_jupyter.measure import profile_kernels
+from mlc_jupyter.measure.profile import KernelProfile, KernelTime
+from mlc_jupyter.models import import_model
+
+
+@pytest.fixture(scope="module")
+def mlp_profile() -> KernelProfile:
+    built = build_module(import_model(mlp(), torch.randn(1, 784)))
+    return profile_kernels(built, runs=2, name="mlp")
+
+
+def _table(text: str) -> tuple[list[str], list[list[str]]]:
+    lines = text.splitlines()
+    head_at = next(i for i, line in enumerate(lines) if line.startswith("kernel "))
+    head = re.split(r"\s{2,}", lines[head_at].strip())
+    rows = [re.split(r"\s{2,}", line.strip()) for line in lines[head_at + 1 :]]
+    return head, [r for r in rows if len(r) == len(head)]
+
+
+def test_the_breakdown_names_each_kernels_bound_and_share_of_its_roof(mlp_profile):
+    text = profile_text(mlp_profile)
+    assert re.search(r"roofline: fp32 peak \d+ GFLOP/s \(\d+ cores?\), bandwidth [\d.]+ GB/s, "
+                     r"ridge at [\d.]+ flop/byte", text)  # fmt: skip
+    head, rows = _table(text)
+    assert head == ["kernel", "calls", "time/run", "share", "GFLOP/s", "flop/byte", "bound",
+                    "% of roof"]  # fmt: skip
+    kernels = [r for r in rows if r[0] in {k.name for k in mlp_profile.kernels}]
+    assert len(kernels) == 2
+    for row in kernels:
+        kernel = next(k for k in mlp_profile.kernels if k.name == row[0])
+        share = mlp_profile.roof_share(kernel)
+        # a batch-1 dense layer: memory-bound (or faster than memory: its weights stay cached)
+        assert row[6] == ("cache" if share > 1 else "memory")
+        assert row[7] == f"{share:.0%}"
+    assert ("cache: memory-bound, yet faster" in text) == any(r[6] == "cache" for r in kernels)
+
+
+def test_text_and_html_show_the_same_columns_and_lines(mlp_profile):
+    text, page = profile_text(mlp_profile), profile_html(mlp_profile)
+    head, rows = _table(text)
+    assert re.findall(r"<th[^>]*>([^<]*)</th>", page) == head
+    body = page[page.index("<tbody>") : page.index("</tbody>")]
+    cells = [re.findall(r"<td[^>]*>([^<]*)</td>", row) for row in body.split("</tr>")[:-1]]
+    assert cells == rows
+    for line in text.splitlines():
+        if not line.startswith(("kernel ", *(r[0] + " " for r in rows))):
+            assert line.replace("'", "&#x27;") in page
+
+
+def test_without_the_machine_limits_the_bound_columns_go_and_the_breakdown_says_why(mlp_profile):
+    unknown = dataclasses.replace(
+        mlp_profile, peak_gflops=None, bandwidth_gbs=None, no_roof="no roof: not measured here"
+    )
+    text = profile_text(unknown)
+    head, _ = _table(text)
+    assert "bound" not in head and "% of roof" not in head and "GFLOP/s" in head
+    assert text.splitlines()[1] == "no roof: not measured here"
+    assert "bound" not in profile_html(unknown)
+
+
+def test_a_compute_bound_kernel_shows_its_share_of_the_peak():
+    dense = KernelTime("big_matmul", 3, 0.01, flops=2e9, bytes=1.2e7)
+    profile = KernelProfile(
+        "m", (dense,), 0.0, 0.01, 1, peak_gflops=400.0, bandwidth_gbs=20.0, cores=2
+    )
+    text = profile_text(profile)
+    assert "roofline: fp32 peak 400 GFLOP/s (2 cores), bandwidth 20.0 GB/s, ridge at 20.0" in text
+    _, rows = _table(text)
+    assert rows[0][4:] == ["200.0", "166.67", "compute", "50%"]
+
+
+def test_a_gpu_profile_names_no_cores():
+    k = KernelTime("fused_dense", 1, 2e-5, flops=2e6, bytes=4e6)
+    profile = KernelProfile("m", (k,), 0.0, 2e-5, 1, peak_gflops=50000.0, bandwidth_gbs=3000.0)
+    text = profile_text(profile)
+    assert "roofline: fp32 peak 50000 GFLOP/s, bandwidth 3000.0 GB/s, ridge at 16.7" in text
+    assert _table(text)[1][0][-2:] == ["memory", "7%"]  # 200 GB/s of 3000

@@ -1,0 +1,58 @@
+"""Each kernel of a real Relax build on this machine's roofline: its bytes, intensity, bound and
+share of the roof over it (relations between the figures, never a timed assert)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from model_support import mlp
+
+from mlc_jupyter.compilation import build_module
+from mlc_jupyter.measure import profile_kernels
+from mlc_jupyter.measure.profile import KernelProfile, KernelTime
+from mlc_jupyter.models import import_model
+
+
+@pytest.fixture(scope="module")
+def mlp_profile() -> KernelProfile:
+    built = build_module(import_model(mlp(), torch.randn(1, 784)))
+    return profile_kernels(built, runs=2, name="mlp")
+
+
+def test_each_kernel_counts_the_bytes_of_its_arguments(mlp_profile):
+    first = next(k for k in mlp_profile.kernels if k.flops and k.flops > 2e5)
+    # x (784), the 784x128 weights, the bias and the output (128), fp32, read or written once
+    assert first.bytes == 4 * (784 + 784 * 128 + 128 + 128)
+    assert first.intensity == pytest.approx(first.flops / first.bytes)
+
+
+def test_a_batch_one_dense_layer_is_memory_bound_and_measured_against_the_bandwidth(mlp_profile):
+    assert mlp_profile.peak_gflops and mlp_profile.bandwidth_gbs and not mlp_profile.no_roof
+    assert mlp_profile.ridge == pytest.approx(mlp_profile.peak_gflops / mlp_profile.bandwidth_gbs)
+    for k in mlp_profile.kernels:
+        # a matrix-vector product does 2 flop per 4-byte weight: far below any CPU's ridge
+        assert k.intensity < 1 < mlp_profile.ridge
+        assert mlp_profile.bound(k) == "memory"
+        share = mlp_profile.roof_share(k)
+        # the memory roof is intensity x bandwidth: the share is the bytes' rate over it
+        assert share == pytest.approx(k.gflops / (k.intensity * mlp_profile.bandwidth_gbs))
+        # ... far above the compute peak's share, the figure this breakdown used to show
+        assert share > 5 * k.gflops / mlp_profile.peak_gflops
+
+
+def test_a_kernel_above_the_ridge_is_compute_bound_and_measured_against_the_peak():
+    dense = KernelTime("big_matmul", 1, 0.01, flops=2e9, bytes=1.2e7)  # 167 flop/byte
+    copy = KernelTime("transpose", 1, 0.001, bytes=8e6)  # no FLOPs: a copy moves bytes only
+    profile = KernelProfile(
+        "m", (dense, copy), 0.0, 0.011, 1, peak_gflops=400.0, bandwidth_gbs=20.0, cores=2
+    )
+    assert profile.bound(dense) == "compute"
+    assert profile.roof_share(dense) == pytest.approx(200 / 400)
+    assert profile.bound(copy) == "memory"
+    assert profile.roof_share(copy) == pytest.approx(8 / 20)
+
+
+def test_without_the_machine_limits_no_kernel_gets_a_bound():
+    k = KernelTime("k", 1, 1e-3, flops=1e6, bytes=1e6)
+    profile = KernelProfile("m", (k,), 0.0, 1e-3, 1, no_roof="no roof: not measured")
+    assert profile.ridge is None and profile.bound(k) is None and profile.roof_share(k) is None
