@@ -68,6 +68,21 @@ def _workload(shell: Any, name: str) -> Any:
     return value
 
 
+def _bindings(shell: Any, items: list[str]) -> dict[str, Any]:
+    """``--bind alpha=2.0 --bind n=N`` as ``{"alpha": 2.0, "n": <N's value>}``."""
+    bind: dict[str, Any] = {}
+    for item in items:
+        name, sep, expr = item.partition("=")
+        name, expr = name.strip(), expr.strip()
+        if not sep or not name.isidentifier() or not expr:
+            raise UsageError(
+                f"%mlc_tune: --bind takes NAME=VALUE (a scalar parameter and its value, e.g. "
+                f"--bind alpha=2.0), not {item!r}"
+            )
+        bind[name] = lookup(shell, expr, "mlc_tune", f"the value of {name}")
+    return bind
+
+
 @magics_class
 class TuneMagics(Magics):
     """Tuning with MetaSchedule from a notebook."""
@@ -106,6 +121,14 @@ class TuneMagics(Magics):
         default=None,
         help="of a Relax model, tune only this kernel and put it back (the book's section 4.6)",
     )
+    @argument(
+        "--bind",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="tune a kernel for this value of its scalar parameter NAME (VALUE: a number or a "
+        "notebook expression); the tuned kernel has it written in. Repeat for several",
+    )
     @argument("--as", dest="name", default=None, help="bind the result here (default MOD_tuned)")
     @argument("--quiet", action="store_true", help="no progress output")
     @line_magic
@@ -129,6 +152,7 @@ class TuneMagics(Magics):
                     "--space takes default, metaschedule, matmul, conv or the name of a schedule "
                     "function"
                 )
+        bind = _bindings(self.shell, args.bind)
         progress = LiveTuneProgress(self.shell, args.quiet)
         result = tuning.tune(
             mod,
@@ -144,6 +168,7 @@ class TuneMagics(Magics):
             on_progress=progress,
             func=args.func,
             on_task=progress.task_started,
+            bind=bind or None,
         )
         name = args.name or f"{args.mod.split('.')[-1]}_tuned"
         self.shell.user_ns[name] = result

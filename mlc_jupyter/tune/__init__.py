@@ -52,6 +52,7 @@ def tune(
     baseline: bool = True,
     func: str | None = None,
     on_task: Callable[[int, int, ModelTask], None] | None = None,
+    bind: dict[str, Any] | None = None,
 ) -> TuneResult:
     """Tune ``mod`` with MetaSchedule for ``trials`` measured candidates in all, for ``time``
     (``"10m"``, or seconds), or by default for at most :data:`~.budget.DEFAULT_TIME_S` or until
@@ -68,10 +69,20 @@ def tune(
     imported model) is tuned kernel by kernel, the budget split by each kernel's share of the
     model's latency: ``func`` tunes one of its kernels, ``on_task(index, total, task)`` hears when
     each starts.
+
+    A kernel with scalar parameters (``alpha: T.float32``) is tuned for the values ``bind`` gives
+    (``{"alpha": 2.0}``): MetaSchedule measures candidates on buffers only, so each value is
+    written into the kernel (``PrimFunc.specialize``) and the tuned kernel no longer takes it
+    (the result's ``notes`` say so). A model's kernels that take a scalar keep their default
+    schedules.
     """
     budget = budget_for(trials, time)
     search = SearchOptions(per_iter, seed, space, rpc, on_progress)
     if is_relax_model(mod):
+        if bind:
+            from .tasks import bind_scalars  # deferred: imports TVM
+
+            bind_scalars(mod, bind)  # refuses: a model's scalars are not bound
         from .whole_model import tune_model  # deferred: imports TVM and MetaSchedule
 
         return tune_model(
@@ -81,5 +92,5 @@ def tune(
     from .kernel import tune_kernel  # deferred: imports TVM and MetaSchedule
 
     return tune_kernel(
-        mod, target, budget, search, work_dir=work_dir, fresh=fresh, baseline=baseline
+        mod, target, budget, search, work_dir=work_dir, fresh=fresh, baseline=baseline, bind=bind
     )

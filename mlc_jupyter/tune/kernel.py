@@ -34,7 +34,6 @@ from ..tvm_compat import (
     METASCHEDULE_LOGGER,
     cuda_compiler,
     fork_seed,
-    is_scalar_param,
     metaschedule,
     metaschedule_outside_notebook,
     metaschedule_task_loggers,
@@ -52,7 +51,7 @@ from .runner import InProcessRunner
 from .selection import Best, best_schedules
 from .spaces import Spaces, choose_spaces
 from .strategy import RandomFirstRound
-from .tasks import Tasks, assemble_tir, collect_tasks
+from .tasks import Tasks, assemble_tir, bind_scalars, collect_tasks, scalar_params
 from .threads import host_cores, target_cores, unpin_this_thread
 from .timing import baseline_timing, final_timing, time_remote
 
@@ -82,6 +81,7 @@ class _Run:
     measured: Measured
     spaces: Spaces
     peak_gflops: float | None = None
+    notes: tuple[str, ...] = ()  # what the run fixed (scalar parameters bound to values)
 
     @property
     def remaining(self) -> int:
@@ -112,13 +112,18 @@ def tune_kernel(
     work_dir: str | Path | None = None,
     fresh: bool = False,
     baseline: bool = True,
+    bind: dict[str, Any] | None = None,
 ) -> TuneResult:
     """Tune the TensorIR kernels of ``mod`` within ``budget``, searching as ``search`` says.
 
     The arguments are :func:`mlc_jupyter.tune.tune`'s, which documents them; ``baseline=False``
     skips timing the untuned workload (a whole model times its kernels itself).
     """
+    notes: tuple[str, ...] = ()
+    if bind:
+        mod, notes = bind_scalars(mod, bind)
     run = _prepare(mod, target, budget, work_dir, fresh, search.space, search.rpc)
+    run.notes = notes
     unpin_this_thread()
     load_tensor_intrinsics(str(run.target.kind.name), run.spaces.tensor_intrinsics)
     shared = _shared_state(run.measured)
@@ -161,18 +166,21 @@ def _prepare(
 
 
 def _refuse_scalar_parameters(tasks: Tasks) -> None:
-    """A ``TuneError`` for a kernel with a scalar parameter: MetaSchedule measures candidates on
-    arguments it makes from buffer shapes, and fails deep in its runner on a scalar."""
+    """A ``TuneError`` for a kernel with a scalar parameter no value was bound to: MetaSchedule
+    measures candidates on arguments it makes from buffer shapes, and fails deep in its runner on
+    a scalar."""
     for name, task in zip(tasks.names, tasks.mods, strict=True):
-        scalars = [p for p in task["main"].params if is_scalar_param(p)]
+        scalars = scalar_params(task["main"])
         if scalars:
             listed = ", ".join(f"{p.name}: {var_dtype(p)}" for p in scalars)
             where = f"{name}: " if len(tasks.names) > 1 else ""
+            first = scalars[0].name
             raise TuneError(
-                f"{where}cannot tune a kernel with a scalar parameter ({listed}): MetaSchedule "
-                "measures each candidate on arguments it makes from buffer shapes",
-                hint="write the value into the kernel (a constant) to tune it; %mlc_build and "
-                "%mlc_time take the kernel as it is",
+                f"{where}cannot tune a kernel with a scalar parameter ({listed}) without its "
+                "value: MetaSchedule measures each candidate on arguments it makes from buffer "
+                "shapes",
+                hint=f"give the value to tune for: %mlc_tune ... --bind {first}=VALUE, or "
+                f"tune(..., bind={{{first!r}: VALUE}}); the tuned kernel has it written in",
             )
 
 
@@ -385,4 +393,5 @@ def _result(
         else None,
         time_budget_s=run.budget.time_s,
         compiler=shared.compiler,
+        notes=run.notes,
     )

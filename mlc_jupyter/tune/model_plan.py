@@ -20,8 +20,15 @@ from ..compilation import build_module
 from ..compilation.default_schedule import Prepared, has_operators, prepare_model
 from ..errors import MLCError, TuneError
 from ..measure import profile_kernels
-from ..tvm_compat import prim_func_type, structural_equal, structural_hash, tvm
-from .tasks import collect_tasks
+from ..tvm_compat import (
+    param_buffers,
+    prim_func_type,
+    structural_equal,
+    structural_hash,
+    tvm,
+    var_dtype,
+)
+from .tasks import collect_tasks, scalar_params
 
 #: A kernel with a smaller share of the model's latency keeps its default schedule.
 MIN_SHARE = 0.01
@@ -101,6 +108,14 @@ def plan_model(mod: Any, target: Any, func: str | None, origin: Any, work: Path)
         if not isinstance(kernel, prim_func_type()) or (func is not None and name != func):
             continue
         source = prepared.fused[name] if name in made else kernel
+        scalars = scalar_params(source)
+        if scalars:
+            listed = ", ".join(f"{p.name}: {var_dtype(p)}" for p in scalars)
+            plan.skipped.append(
+                f"{name} takes a scalar parameter ({listed}) and keeps its default schedule "
+                "(MetaSchedule measures candidates on buffers only; tune it alone with bind)"
+            )
+            continue
         if not _static(source):
             plan.skipped.append(f"{name} has symbolic shapes (MetaSchedule tunes fixed shapes)")
             continue
@@ -160,7 +175,7 @@ def save_final_s(work: Path, seconds: float) -> None:
 
 def _static(func: Any) -> bool:
     try:
-        return all(int(d) >= 0 for p in func.params for d in p.shape)
+        return all(int(d) >= 0 for b in param_buffers(func) for d in b.shape)
     except (TypeError, ValueError, AttributeError):
         return False
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import TuneError
-from ..tvm_compat import NOALIAS_ATTR, prim_func_type, tvm
+from ..compilation.call import scalar_argument
+from ..compilation.signatures import signatures
+from ..errors import CallError, TuneError
+from ..tvm_compat import NOALIAS_ATTR, is_scalar_param, prim_func_type, specialize_scalars, tvm
 
 
 @dataclass
@@ -77,6 +79,66 @@ def collect_tasks(mod: Any, target: Any) -> Tasks:
             {name: f.with_attr("global_symbol", name) for name, f in functions.items()}
         )
     return Tasks("tir", workload, names, mods, [1.0] * len(mods), func_names)
+
+
+def bind_scalars(mod: Any, values: dict[str, Any]) -> tuple[Any, tuple[str, ...]]:
+    """``mod`` (a PrimFunc or a TensorIR module) with its scalar parameters named in ``values``
+    written in as constants (``tune(..., bind=...)``), and a note per kernel saying so.
+
+    MetaSchedule measures candidates on arguments made from buffer shapes, so a kernel is tuned
+    for one value of each scalar; the tuned kernel keeps that value and no longer takes it.
+    """
+    _tvm = tvm()
+    single = isinstance(mod, prim_func_type())
+    attrs = (mod.attrs or {}) if single else {}
+    name = str(attrs["global_symbol"]) if "global_symbol" in attrs else "main"
+    module = _tvm.IRModule({name: mod}) if single else mod
+    if not isinstance(module, _tvm.IRModule) or _has_relax(module):
+        raise TuneError(
+            "bind fixes a kernel's scalar parameters: a model's kernels that take a scalar keep "
+            "their default schedules",
+            hint="tune such a kernel alone: tune(model['kernel'], bind={...})",
+        )
+    sigs = signatures(module)
+    taken = {p.name for sig in sigs.values() for p in sig.params if p.scalar}
+    unknown = sorted(set(values) - taken)
+    if unknown:
+        raise TuneError(
+            f"bind names {', '.join(map(repr, unknown))}, which no kernel here takes as a "
+            "scalar parameter",
+            hint=f"its scalar parameters: {', '.join(sorted(taken))}"
+            if taken
+            else "it takes buffers only: tune it without bind",
+        )
+    funcs, notes = {}, []
+    for gv, func in module.functions_items():
+        sig = sigs.get(gv.name_hint)
+        if sig is None or not isinstance(func, prim_func_type()):
+            funcs[gv.name_hint] = func
+            continue
+        fixed = {}
+        for index, param in enumerate(sig.params):
+            if param.scalar and param.name in values:
+                try:
+                    fixed[param.name] = scalar_argument(sig, index, values[param.name])
+                except CallError as err:
+                    raise TuneError(f"bind: {err.message}") from None
+        funcs[gv.name_hint] = specialize_scalars(func, fixed) if fixed else func
+        if fixed:
+            where = "" if single else f"{gv.name_hint}: "
+            listed = ", ".join(f"{n} = {v!r}" for n, v in fixed.items())
+            notes.append(
+                f"{where}tuned for {listed}; the tuned kernel has "
+                f"{'this value' if len(fixed) == 1 else 'these values'} written in and no longer "
+                f"takes {', '.join(fixed)}"
+            )
+    bound = funcs[name] if single else _tvm.IRModule(funcs)
+    return bound, tuple(notes)
+
+
+def scalar_params(func: Any) -> list[Any]:
+    """The scalar parameters of a PrimFunc (``alpha: T.float32``), in order."""
+    return [p for p in func.params if is_scalar_param(p)]
 
 
 def assemble_tir(tasks: Tasks, best_mods: dict[str, Any]) -> Any:

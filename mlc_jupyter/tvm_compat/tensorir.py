@@ -48,6 +48,15 @@ def var_dtype(var: Any) -> str:
     return str(var.ty)
 
 
+def specialize_scalars(func: Any, values: dict[str, int | float | bool]) -> Any:
+    """``func`` with each named scalar parameter replaced by its value, written into the body as
+    a constant of the parameter's dtype (the parameter is gone from the signature)."""
+    by_name = {p.name: p for p in func.params if is_scalar_param(p)}
+    return func.specialize(
+        {by_name[n]: tir().const(v, var_dtype(by_name[n])) for n, v in values.items()}
+    )
+
+
 def region_buffer(region: Any) -> Any:
     """The buffer of a block's read or write region (``.buffer`` in the course, ``.source`` now)."""
     return region.source

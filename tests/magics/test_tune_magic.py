@@ -50,6 +50,33 @@ def test_mlc_tune_refuses_a_bad_time_and_an_unknown_space_in_one_line(shell):
         shell.run_line_magic("mlc_tune", "mm --space nothing_here")
 
 
+def test_mlc_tune_bind_tunes_a_kernel_with_a_scalar_for_that_value(shell, tmp_path, capsys):
+    from build_support import SCALE_BY_N
+
+    from mlc_jupyter import parse_tir
+
+    shell.user_ns["scale"] = parse_tir(SCALE_BY_N)
+    shell.user_ns["factor"] = 3
+    shell.run_line_magic(
+        "mlc_tune", f"scale --bind n=factor --trials 8 --per-iter 8 --work-dir {tmp_path}"
+    )
+    out = capsys.readouterr().out
+    assert shell.user_ns["scale_tuned"].n_records == 8
+    assert "note: tuned for n = 3; the tuned kernel has this value written in" in out
+
+
+def test_mlc_tune_bind_without_a_value_or_with_an_unknown_name_is_one_line(shell):
+    from build_support import SCALE_BY_N
+
+    from mlc_jupyter import parse_tir
+
+    shell.user_ns["scale"] = parse_tir(SCALE_BY_N)
+    with pytest.raises(UsageError, match=r"--bind takes NAME=VALUE \(a scalar parameter and its "):
+        shell.run_line_magic("mlc_tune", "scale --bind n --trials 8")
+    with pytest.raises(UsageError, match="cannot find the value of n 'nothing_here' in the"):
+        shell.run_line_magic("mlc_tune", "scale --bind n=nothing_here --trials 8")
+
+
 def test_mlc_machine_shows_the_limits_and_where_they_are_cached(shell):
     from IPython.utils.capture import capture_output
 

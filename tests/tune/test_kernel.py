@@ -260,5 +260,27 @@ def test_a_kernel_with_a_scalar_parameter_is_refused_before_the_search(tmp_path)
 
     with pytest.raises(TuneError) as caught:
         tune(parse_tir(SCALE_BY_N), "llvm", trials=4, work_dir=tmp_path)
-    assert str(caught.value).startswith("cannot tune a kernel with a scalar parameter (n: int32)")
-    assert "write the value into the kernel" in caught.value.hint
+    assert str(caught.value).startswith(
+        "cannot tune a kernel with a scalar parameter (n: int32) without its value: "
+    )
+    assert caught.value.hint.startswith(
+        "give the value to tune for: %mlc_tune ... --bind n=VALUE, or tune(..., bind={'n': VALUE})"
+    )
+
+
+def test_a_kernel_with_a_scalar_bound_to_a_value_is_tuned_for_that_value(tmp_path):
+    import numpy as np
+
+    from mlc_jupyter import parse_tir
+    from mlc_jupyter.compilation import build_module
+    from mlc_jupyter.tune import tune
+
+    result = tune(parse_tir(SCALE_BY_N), "llvm", trials=8, per_iter=8, work_dir=tmp_path,
+                  bind={"n": 3})  # fmt: skip
+    assert result.n_records == 8 and result.notes == (
+        "tuned for n = 3; the tuned kernel has this value written in and no longer takes n",
+    )
+    a = np.arange(64, dtype="float32")
+    b = np.zeros(64, dtype="float32")
+    build_module(result.mod, "llvm")(a, b)
+    np.testing.assert_allclose(b, 3 * a)

@@ -56,3 +56,21 @@ def test_a_scalar_parameter_is_told_from_a_buffer_by_its_type():
         f"a PrimFunc's buffer params are no longer Vars with a BufferType: {buffers}"
     )
     assert [tuple(int(d) for d in b.shape) for b in buffers] == [(8,), (8,)]
+
+
+def test_a_scalar_parameter_specialized_to_a_value_leaves_the_signature():
+    from mlc_jupyter import parse_tir
+
+    func = parse_tir(
+        "@T.prim_func\n"
+        "def scale(A: T.Buffer((8,), 'float32'), B: T.Buffer((8,), 'float32'), a: T.float32):\n"
+        "    for i in range(8):\n"
+        "        with T.block('B'):\n"
+        "            vi = T.axis.spatial(8, i)\n"
+        "            B[vi] = A[vi] * a\n"
+    )
+    fixed = tvm_compat.specialize_scalars(func, {"a": 2.5})
+    assert [str(p.name) for p in fixed.params] == ["A", "B"], (
+        f"PrimFunc.specialize no longer drops the scalar from the signature: {fixed.params}"
+    )
+    assert "T.float32(2.5)" in fixed.script(), "the value is not written in with its dtype"
