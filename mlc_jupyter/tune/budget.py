@@ -128,6 +128,9 @@ PRIOR_OVERHEAD_S = 5.0
 FIRST_ROUND_SHARE = 0.5
 #: Time kept free at the end of a model's budget beyond the final timing's estimate.
 END_MARGIN_SHARE = 0.02
+#: A task whose part of the time left is under this share of a minimum slot is not tuned: its
+#: slot would be mostly the minimum, taken from larger tasks.
+WORTH_SLOT_SHARE = 0.5
 #: A search limited by time stops after a round when less than this share of that round's time
 #: is left: the next round's candidates would be generated and compiled, then cut off unmeasured.
 ROUND_FIT_SHARE = 0.5
@@ -185,21 +188,34 @@ class TimeLedger:
 
 def slot_s(shares: Sequence[float], left_s: float, min_slot_s: float) -> float:
     """The seconds of the first of the tasks still to tune (``shares``: this task's share of
-    the latency, then the others'), ``0.0`` when no slot fits.
+    the latency, then the others', largest first), ``0.0`` when no slot fits.
 
-    Each task gets its part of ``left_s`` by share, but at least ``min_slot_s``; when not all of
-    them fit a minimum slot, the smallest shares get none (they keep their default schedule), so
-    the slots given never add up to more than ``left_s``.
+    Each task gets its part of ``left_s`` by share, but at least ``min_slot_s``. The smallest
+    shares get none (they keep their default schedule) when not all of them fit a minimum slot,
+    and when their part of the time is under :data:`WORTH_SLOT_SHARE` of one: a minimum slot
+    given to a task that small would be taken from the tasks the latency is made of. The last
+    task kept takes all the time left (fewer trials than a minimum slot's, when that is all
+    there is, rather than none). So the slots given never add up to more than ``left_s``.
     """
     count = len(shares)
-    while count and count * min_slot_s > left_s:
+    while count > 1 and _smallest_left_out(shares[:count], left_s, min_slot_s):
         count -= 1
-    if not count:
-        return 0.0
+    if count == 1:  # the last task worth a slot takes all that is left, if that is worth it
+        return left_s if left_s >= WORTH_SLOT_SHARE * min_slot_s else 0.0
     kept = shares[:count]
     total = sum(kept)
     part = kept[0] / total if total > 0 else 1.0 / count
     return min(max(min_slot_s, left_s * part), left_s - (count - 1) * min_slot_s)
+
+
+def _smallest_left_out(kept: Sequence[float], left_s: float, min_slot_s: float) -> bool:
+    """Whether the last of ``kept`` gets no slot: they do not all fit a minimum slot, or its
+    part of the time is too small to be worth one."""
+    if len(kept) * min_slot_s > left_s:
+        return True
+    total = sum(kept)
+    part = kept[-1] / total if total > 0 else 1.0 / len(kept)
+    return left_s * part < WORTH_SLOT_SHARE * min_slot_s
 
 
 def round_size(search_s: float, candidate_s: float, low: int, high: int) -> int:

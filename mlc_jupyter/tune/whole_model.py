@@ -197,7 +197,8 @@ def _tune_groups(
         if ledger.deadline is not None:
             left = ledger.left_s(perf_counter(), budget.time_s or 0.0)
             slot = slot_s([g.share for g in groups[index:]], left, ledger.min_slot_s())
-            task_time = max(0.0, slot - ledger.task_overhead_s())
+            # the candidate in flight at the slot's end is measured: its time is kept free
+            task_time = max(0.0, slot - ledger.task_overhead_s() - ledger.candidate_s())
             if task_time <= 0 and not out.interrupted:
                 out.stop_reason = "time"  # a task left untuned because the time is spent
         if out.interrupted or task_trials == 0 or task_time == 0:

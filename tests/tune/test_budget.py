@@ -73,13 +73,23 @@ def test_a_model_slot_is_its_share_of_the_time_left_but_at_least_the_minimum():
     assert slot_s([0.5, 0.3, 0.2], 1000.0, 20.0) == pytest.approx(500.0)
     # a small share still gets the minimum slot, and the others keep theirs
     assert slot_s([0.01, 0.99], 1000.0, 20.0) == 20.0
-    assert slot_s([0.9, 0.05, 0.05], 100.0, 30.0) == pytest.approx(40.0)
+
+
+def test_a_short_budget_goes_to_the_kernel_the_latency_is_made_of():
+    # the small kernels' parts (5 s each) are worth less than half a minimum slot: giving each
+    # the minimum would leave the 80 % kernel a third of the time
+    assert slot_s([0.8, 0.05, 0.05, 0.05, 0.05], 100.0, 20.0) == pytest.approx(100.0)
+    assert slot_s([0.9, 0.05, 0.05], 100.0, 30.0) == pytest.approx(100.0)
+    # with time enough, the same kernels all get a slot
+    assert slot_s([0.8, 0.05, 0.05, 0.05, 0.05], 1000.0, 20.0) == pytest.approx(800.0)
 
 
 def test_tasks_that_no_minimum_slot_fits_get_none_so_the_slots_never_overrun():
     # three tasks, time for two minimum slots: the smallest share is left out
     assert slot_s([0.6, 0.3, 0.1], 50.0, 20.0) == pytest.approx(30.0)
-    assert slot_s([0.6], 10.0, 20.0) == 0.0
+    assert slot_s([0.6], 9.0, 20.0) == 0.0
+    # the last task takes what is left, even short of a minimum slot, rather than leave it unused
+    assert slot_s([0.6], 15.0, 20.0) == pytest.approx(15.0)
     shares, left, given = [0.4, 0.3, 0.2, 0.1], 70.0, []
     while shares:
         given.append(slot_s(shares, left - sum(given), 20.0))
