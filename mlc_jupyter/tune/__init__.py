@@ -72,9 +72,10 @@ def tune(
 
     A kernel with scalar parameters (``alpha: T.float32``) is tuned for the values ``bind`` gives
     (``{"alpha": 2.0}``): MetaSchedule measures candidates on buffers only, so each value is
-    written into the kernel (``PrimFunc.specialize``) and the tuned kernel no longer takes it
-    (the result's ``notes`` say so). A model's kernels that take a scalar keep their default
-    schedules.
+    written into the kernel for the search (``PrimFunc.specialize``). The tuned kernel takes its
+    float scalars again (the schedule replayed on the kernel as written); an integer stays
+    written in (the result's ``notes`` say which). A model's kernels that take a scalar keep
+    their default schedules.
     """
     budget = budget_for(trials, time)
     search = SearchOptions(per_iter, seed, space, rpc, on_progress)

@@ -12,6 +12,7 @@ report. Whole models are tuned kernel by kernel with it (:mod:`.whole_model`); u
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import shutil
 import signal
@@ -51,7 +52,14 @@ from .runner import InProcessRunner
 from .selection import Best, best_schedules
 from .spaces import Spaces, choose_spaces
 from .strategy import RandomFirstRound
-from .tasks import Tasks, assemble_tir, bind_scalars, collect_tasks, scalar_params
+from .tasks import (
+    Tasks,
+    assemble_tir,
+    bind_scalars,
+    collect_tasks,
+    scalar_params,
+    with_scalars_kept,
+)
 from .threads import host_cores, target_cores, unpin_this_thread
 from .timing import baseline_timing, final_timing, time_remote
 
@@ -120,6 +128,7 @@ def tune_kernel(
     skips timing the untuned workload (a whole model times its kernels itself).
     """
     notes: tuple[str, ...] = ()
+    original = mod
     if bind:
         mod, notes = bind_scalars(mod, bind)
     run = _prepare(mod, target, budget, work_dir, fresh, search.space, search.rpc)
@@ -142,7 +151,18 @@ def tune_kernel(
     start = perf_counter()
     if run.remaining > 0:
         stop_reason = _search(run, shared, callback, per_iter, search.seed)
-    return _result(run, callback, shared, stop_reason, perf_counter() - start, baseline)
+    result = _result(run, callback, shared, stop_reason, perf_counter() - start, baseline)
+    return _scalars_kept(result, original, bind) if bind else result
+
+
+def _scalars_kept(result: TuneResult, original: Any, bind: dict[str, Any]) -> TuneResult:
+    """The result with its kernel taking its float scalars again when the schedule allows
+    (:func:`.tasks.with_scalars_kept`); its latencies stay those of the values tuned for."""
+    kept = with_scalars_kept(original, result.trace, bind)
+    if kept is None:
+        return result
+    general, note = kept
+    return dataclasses.replace(result, mod=general, notes=(note,))
 
 
 def _prepare(

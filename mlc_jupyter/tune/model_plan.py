@@ -108,6 +108,9 @@ def plan_model(mod: Any, target: Any, func: str | None, origin: Any, work: Path)
         if not isinstance(kernel, prim_func_type()) or (func is not None and name != func):
             continue
         source = prepared.fused[name] if name in made else kernel
+        if not _static(source):
+            plan.skipped.append(f"{name} has symbolic shapes (MetaSchedule tunes fixed shapes)")
+            continue
         scalars = scalar_params(source)
         if scalars:
             listed = ", ".join(f"{p.name}: {var_dtype(p)}" for p in scalars)
@@ -115,9 +118,6 @@ def plan_model(mod: Any, target: Any, func: str | None, origin: Any, work: Path)
                 f"{name} takes a scalar parameter ({listed}) and keeps its default schedule "
                 "(MetaSchedule measures candidates on buffers only; tune it alone with bind)"
             )
-            continue
-        if not _static(source):
-            plan.skipped.append(f"{name} has symbolic shapes (MetaSchedule tunes fixed shapes)")
             continue
         workload = collect_tasks(tvm().IRModule({name: source}), target).mods[0]
         plan.tasks.append(

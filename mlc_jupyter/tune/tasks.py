@@ -8,7 +8,15 @@ from typing import Any
 from ..compilation.call import scalar_argument
 from ..compilation.signatures import signatures
 from ..errors import CallError, TuneError
-from ..tvm_compat import NOALIAS_ATTR, is_scalar_param, prim_func_type, specialize_scalars, tvm
+from ..tvm_compat import (
+    NOALIAS_ATTR,
+    Schedule,
+    is_scalar_param,
+    prim_func_type,
+    specialize_scalars,
+    tvm,
+    var_dtype,
+)
 
 
 @dataclass
@@ -125,15 +133,44 @@ def bind_scalars(mod: Any, values: dict[str, Any]) -> tuple[Any, tuple[str, ...]
                     raise TuneError(f"bind: {err.message}") from None
         funcs[gv.name_hint] = specialize_scalars(func, fixed) if fixed else func
         if fixed:
-            where = "" if single else f"{gv.name_hint}: "
-            listed = ", ".join(f"{n} = {v!r}" for n, v in fixed.items())
-            notes.append(
-                f"{where}tuned for {listed}; the tuned kernel has "
-                f"{'this value' if len(fixed) == 1 else 'these values'} written in and no longer "
-                f"takes {', '.join(fixed)}"
-            )
+            notes.append(("" if single else f"{gv.name_hint}: ") + bound_note(fixed, kept=False))
     bound = funcs[name] if single else _tvm.IRModule(funcs)
     return bound, tuple(notes)
+
+
+def bound_note(fixed: dict[str, Any], kept: bool) -> str:
+    """What a result says of the values its kernel was tuned for."""
+    listed = ", ".join(f"{n} = {v!r}" for n, v in fixed.items())
+    names = ", ".join(fixed)
+    if kept:
+        return (
+            f"tuned for {listed}; the tuned kernel still takes {names} (the schedule found "
+            "replays on the kernel as written)"
+        )
+    values = "this value" if len(fixed) == 1 else "these values"
+    return (
+        f"tuned for {listed}; the tuned kernel has {values} written in and no longer takes {names}"
+    )
+
+
+def with_scalars_kept(original: Any, trace: Any, values: dict[str, Any]) -> tuple[Any, str] | None:
+    """The tuned schedule (``trace``, found on the kernel with ``values`` written in) replayed on
+    ``original``, a PrimFunc whose bound scalars are all floats: a float is a value in the
+    arithmetic, never a loop extent or an index, so the schedule does not depend on it and the
+    tuned kernel can keep taking it. Returns that module and the result's note, or ``None`` when
+    that does not hold or the trace does not replay."""
+    if not isinstance(original, prim_func_type()) or trace is None:
+        return None
+    bound = [p for p in scalar_params(original) if p.name in values]
+    if not bound or any(not var_dtype(p).startswith("float") for p in bound):
+        return None
+    try:
+        sch = Schedule(_normalise_func(original))
+        trace.apply_to_schedule(sch, remove_postproc=False)
+    except Exception:  # noqa: BLE001 - any TVM failure: the kernel keeps the values written in
+        return None
+    fixed = {p.name: float(values[p.name]) for p in bound}  # checked by bind_scalars
+    return sch.mod, bound_note(fixed, kept=True)
 
 
 def scalar_params(func: Any) -> list[Any]:

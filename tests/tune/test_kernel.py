@@ -284,3 +284,31 @@ def test_a_kernel_with_a_scalar_bound_to_a_value_is_tuned_for_that_value(tmp_pat
     b = np.zeros(64, dtype="float32")
     build_module(result.mod, "llvm")(a, b)
     np.testing.assert_allclose(b, 3 * a)
+
+
+def test_a_float_scalar_bound_to_a_value_stays_a_parameter_of_the_tuned_kernel(tmp_path):
+    import numpy as np
+
+    from mlc_jupyter import parse_tir
+    from mlc_jupyter.compilation import build_module
+    from mlc_jupyter.tune import tune
+
+    axpy = parse_tir(
+        "@T.prim_func\n"
+        "def axpy(A: T.Buffer((16, 16), 'float32'), B: T.Buffer((16, 16), 'float32'),\n"
+        "         C: T.Buffer((16, 16), 'float32'), alpha: T.float32):\n"
+        "    for i, j in T.grid(16, 16):\n"
+        "        with T.block('C'):\n"
+        "            vi, vj = T.axis.remap('SS', [i, j])\n"
+        "            C[vi, vj] = alpha * A[vi, vj] + B[vi, vj]\n"
+    )
+    result = tune(axpy, "llvm", trials=8, per_iter=8, work_dir=tmp_path, bind={"alpha": 2})
+    assert result.notes == (
+        "tuned for alpha = 2.0; the tuned kernel still takes alpha (the schedule found replays "
+        "on the kernel as written)",
+    )
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((16, 16)).astype("float32") for _ in range(2))
+    c = np.zeros((16, 16), dtype="float32")
+    build_module(result.mod, "llvm")(a, b, c, 0.5)
+    np.testing.assert_allclose(c, 0.5 * a + b, rtol=1e-6)
