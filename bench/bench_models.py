@@ -27,6 +27,7 @@ PyTorch's) wait for their time slices. The load average is printed before and af
     .venv/bin/python bench/bench_models.py                       # MLP 256 trials, 30 min each other
     .venv/bin/python bench/bench_models.py --models mlp --mlp-trials 64     # a quick look
     .venv/bin/python bench/bench_models.py --tune none                      # default builds only
+    .venv/bin/python bench/bench_models.py --model-time encoder=10m         # a shorter encoder tune
 """
 
 from __future__ import annotations
@@ -75,7 +76,10 @@ def bench_model(name: str, args: argparse.Namespace, work_root: str) -> dict:
     default = build_module(imported)
     build_s = time.perf_counter() - start
     raw = build_module(imported, schedule="none")
-    budget = {"trials": args.mlp_trials} if name == "mlp" else {"time": args.time}
+    model_time = dict(spec.split("=", 1) for spec in args.model_time)
+    budget = (
+        {"trials": args.mlp_trials} if name == "mlp" else {"time": model_time.get(name, args.time)}
+    )
     variants = {"eager": model, "tvm_as_built": raw, "tvm_default": default}
     tuned, tune_s = None, 0.0
     if args.tune != "none":
@@ -169,6 +173,10 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     parser.add_argument("--mlp-trials", type=int, default=256, help="the MLP's tuning trials")
     parser.add_argument("--time", default="30m", help="tuning time of each model but the MLP")
+    parser.add_argument(
+        "--model-time", action="append", default=[], metavar="MODEL=TIME",
+        help="one model's tuning time instead of --time, e.g. encoder=10m (repeatable)",
+    )  # fmt: skip
     parser.add_argument(
         "--tune", choices=("all", "none"), default="all", help="none: race the default builds only"
     )
