@@ -194,13 +194,14 @@ def _refuse_scalar_parameters(tasks: Tasks) -> None:
         if scalars:
             listed = ", ".join(f"{p.name}: {var_dtype(p)}" for p in scalars)
             where = f"{name}: " if len(tasks.names) > 1 else ""
-            first = scalars[0].name
+            flags = " ".join(f"--bind {p.name}=VALUE" for p in scalars)
+            entries = ", ".join(f"{p.name!r}: VALUE" for p in scalars)
             raise TuneError(
                 f"{where}cannot tune a kernel with a scalar parameter ({listed}) without its "
                 "value: MetaSchedule measures each candidate on arguments it makes from buffer "
                 "shapes",
-                hint=f"give the value to tune for: %mlc_tune ... --bind {first}=VALUE, or "
-                f"tune(..., bind={{{first!r}: VALUE}}); the tuned kernel has it written in",
+                hint=f"give the value to tune for: %mlc_tune ... {flags}, or "
+                f"tune(..., bind={{{entries}}})",
             )
 
 

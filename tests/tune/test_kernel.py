@@ -312,3 +312,35 @@ def test_a_float_scalar_bound_to_a_value_stays_a_parameter_of_the_tuned_kernel(t
     c = np.zeros((16, 16), dtype="float32")
     build_module(result.mod, "llvm")(a, b, c, 0.5)
     np.testing.assert_allclose(c, 0.5 * a + b, rtol=1e-6)
+
+
+def test_sizes_given_as_scalar_parameters_are_tuned_for_the_sizes_bound(tmp_path):
+    from mlc_jupyter import parse_tir
+    from mlc_jupyter.tune import tune
+    from mlc_jupyter.tvm_compat import param_buffers
+
+    copy = parse_tir(
+        "@T.prim_func\n"
+        "def copy2(a: T.handle, b: T.handle, m: T.int32, n: T.int32):\n"
+        "    A = T.match_buffer(a, (m, n), 'float32')\n"
+        "    B = T.match_buffer(b, (m, n), 'float32')\n"
+        "    for i, j in T.grid(m, n):\n"
+        "        with T.block('B'):\n"
+        "            vi, vj = T.axis.remap('SS', [i, j])\n"
+        "            B[vi, vj] = A[vi, vj] * T.float32(2)\n"
+    )
+    with pytest.raises(TuneError) as caught:
+        tune(copy, "llvm", trials=8, work_dir=tmp_path)
+    assert caught.value.hint == (
+        "give the value to tune for: %mlc_tune ... --bind m=VALUE --bind n=VALUE, or "
+        "tune(..., bind={'m': VALUE, 'n': VALUE})"
+    )
+    result = tune(copy, "llvm", trials=8, per_iter=8, work_dir=tmp_path, bind={"m": 16, "n": 32})
+    assert result.n_records == 8 and result.notes == (
+        "tuned for m = 16, n = 32; the tuned kernel has these values written in and no longer "
+        "takes m, n",
+    )
+    assert [tuple(int(d) for d in b.shape) for b in param_buffers(result.mod["main"])] == [
+        (16, 32),
+        (16, 32),
+    ]
