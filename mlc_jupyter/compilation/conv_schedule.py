@@ -17,7 +17,9 @@ TensorIR's primitives (the GotoBLAS micro-kernel, applied to a convolution):
 * the elementwise operators fused after the reduction (batch norm for inference, bias, ReLU, the
   residual add) are inlined into the write-back of the accumulators: each output is stored once;
 * producers before it (the padding) run once, in parallel and vectorised, before the tiles; a
-  copy (padding by zero pixels) is inlined.
+  copy (padding by zero pixels) is inlined, and so is the padding of a kernel that reduces over
+  a window only (depthwise convolutions, pooling): memory-bound, it reads each input once
+  instead of writing and reading a padded copy.
 
 ``mr``, ``nv`` and the unrolled reduction are sampling decisions (``sample_categorical``,
 ``sample_perfect_tile``): :func:`schedule_window` with ``decisions`` picks them by rule (the
@@ -180,6 +182,7 @@ def schedule_window(
     sizes from ``decisions``, or sampled when it is ``None``."""
     window = find_window(sch, unit.lanes)
     lanes = window.lanes
+    window_only = _reads_a_window_only(sch, window)
     producers = []
     for block in window.before:
         if _is_copy(sch, block):
@@ -235,7 +238,17 @@ def schedule_window(
     _, lane = sch.split(sch.get_loops(write)[-1], [None, lanes])
     sch.vectorize(lane)
     for block in producers:
-        _parallel_vectorised(sch, block, lanes)
+        if window_only:
+            sch.compute_inline(block)  # the padding's bounds checks go into the tile's loads
+        else:
+            _parallel_vectorised(sch, block, lanes)
+
+
+def _reads_a_window_only(sch: Any, window: Window) -> bool:
+    """Whether each output reduces over a window of kernel rows and columns only (a depthwise
+    convolution, a pooling): a memory-bound kernel, which a padded copy of its input made
+    before the tiles would add a write and a read of the whole input to."""
+    return sum(int(sch.get(loop).extent) > 1 for loop in window.reduction) <= 2
 
 
 def _is_copy(sch: Any, block: Any) -> bool:

@@ -3,6 +3,8 @@ depthwise-separable network built with it (scheduled, weights packed at build ti
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -96,3 +98,23 @@ def test_a_matmul_is_not_a_window_kernel():
     mod = tvm().IRModule({"main": te.create_prim_func([a, b, c])})
     with pytest.raises(NotWindow, match="not a 4-D"):
         find_window(Schedule(mod), 16)
+
+
+def test_a_depthwise_convolution_reads_its_input_in_the_tile_without_a_padded_copy():
+    # memory-bound: the padding's bounds checks go into the tile's loads, no copy of the input
+    from model_support import mobilenet_block
+
+    model = mobilenet_block()
+    x = torch.randn(1, 32, 28, 28, generator=torch.Generator().manual_seed(2))
+    built = build_module(import_model(model, x), persist=False)
+    kernels = _kernels(built.mod)
+    depthwise = [n for n, f in kernels.items() if "group_conv2d" in f.script()]
+    assert len(depthwise) == 1
+    text = kernels[depthwise[0]].script()
+    assert "T.parallel" in text and "T.vectorized" in text and 'scope="local"' in text
+    blocks = re.findall(r'T\.sblock\("([^"]+)"\)', text)
+    assert not [b for b in blocks if "pad" in b.lower()], blocks
+    assert "T.if_then_else" in text  # the bounds checks, in the tile's loads
+    with torch.no_grad():
+        expected = model(x).numpy()
+    np.testing.assert_allclose(np.asarray(built(x.numpy())), expected, rtol=1e-4, atol=1e-4)
