@@ -113,24 +113,28 @@ def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e3:.3f} ms"
 
 
-def print_results(results: list[dict]) -> None:
+def print_model(res: dict) -> None:
+    """One model's tables, printed as soon as it is done (a later model's failure keeps them)."""
     from mlc_jupyter.display.models import profile_text
     from mlc_jupyter.display.timing import report_text
     from mlc_jupyter.display.tune import result_text
 
-    for res in results:
-        print(f"\n=== {res['name']}: imported in {res['import_s']:.1f} s, default build "
-              f"{res['build_s']:.1f} s, tuned {res['trials']} records in {res['tune_s']:.0f} s "
-              f"({res['tune_budget']})")  # fmt: skip
-        if res["tuned"] is not None:
-            print(result_text(res["tuned"]))
-        print(report_text(res["report"]))
-        print(profile_text(res["profile"]))
-        if res["tuned_profile"] is not None:
-            print(profile_text(res["tuned_profile"]))
+    print(f"\n=== {res['name']}: imported in {res['import_s']:.1f} s, default build "
+          f"{res['build_s']:.1f} s, tuned {res['trials']} records in {res['tune_s']:.0f} s "
+          f"({res['tune_budget']})")  # fmt: skip
+    if res["tuned"] is not None:
+        print(result_text(res["tuned"]))
+    print(report_text(res["report"]))
+    print(profile_text(res["profile"]))
+    if res["tuned_profile"] is not None:
+        print(profile_text(res["tuned_profile"]))
+    sys.stdout.flush()
+
+
+def print_results(results: list[dict]) -> None:
     print("\nsummary (median of the in-turn samples)")
     head = ("model", "eager", "torch.compile", "TVM as built", "TVM default", "TVM tuned",
-            "tuned vs eager", "tuning")  # fmt: skip
+            "tuned vs eager", "tuned vs compile", "tuning")  # fmt: skip
     rows = [head]
     for res in results:
         rep = res["report"]
@@ -139,10 +143,11 @@ def print_results(results: list[dict]) -> None:
         eager = row["eager"].median_s
         tuned = row["tvm_tuned"].median_s if "tvm_tuned" in row else None
         ratio = f"{eager / tuned:.2f}x" if eager and tuned else "-"
+        vs_compile = f"{compiled.median_s / tuned:.2f}x" if compiled and tuned else "-"
         rows.append((
             res["name"], _ms(eager), _ms(compiled.median_s if compiled else None),
             _ms(row["tvm_as_built"].median_s), _ms(row["tvm_default"].median_s), _ms(tuned),
-            ratio, f"{res['tune_s'] / 60:.1f} min",
+            ratio, vs_compile, f"{res['tune_s'] / 60:.1f} min",
         ))  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     for r in rows:
@@ -185,7 +190,10 @@ def main() -> None:
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()}; {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory(prefix="bench-models-") as work_root:
-        results = [bench_model(name, args, work_root) for name in args.models]
+        results = []
+        for name in args.models:
+            results.append(bench_model(name, args, work_root))
+            print_model(results[-1])
     print_results(results)
     print(f"\nload average after: {os.getloadavg()}")
 

@@ -89,6 +89,7 @@ class _Outcome:
     records: int = 0
     stop_reason: str = "trials"
     interrupted: bool = False
+    notes: list[str] = field(default_factory=list)
 
 
 def tune_model(
@@ -168,7 +169,7 @@ def tune_model(
         timing=timing,
         time_budget_s=budget.time_s,
         model_tasks=tuple(sorted(out.rows, key=lambda r: -r.share)),
-        notes=tuple(plan.skipped),
+        notes=tuple(plan.skipped) + tuple(out.notes),
         origin=origin,
         task_work_dirs=out.dirs,
         phases={"plan": planned - start, "tasks": tuned - planned, "final": end - tuned},
@@ -214,7 +215,12 @@ def _tune_groups(
         work = dirs[task.name]
         seeded = task.trace is not None and _seed_with_default(task, target, work)
         options = dataclasses.replace(search, per_iter=per_iter)
-        result = _tune_task(task, target, task_trials, task_time, work, options)
+        try:
+            result = _tune_task(task, target, task_trials, task_time, work, options)
+        except TuneError as err:  # one kernel's failed search must not lose the others'
+            out.notes.append(f"{task.name} keeps its default schedule: {err}")
+            out.rows += _default_rows(group)
+            continue
         before, after = _compare(task, result.mod, target) if search.rpc is None else (None, None)
         spent = perf_counter() - began
         ledger.note(result.elapsed_s, result.trials_new, spent)
