@@ -204,12 +204,15 @@ def test_another_model_with_a_kernel_tuned_before_reuses_its_records(mlp_run):
         torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Linear(128, 128), torch.nn.ReLU()
     )
     other = import_model(wider, torch.randn(1, 784))
-    result = tune(other, trials=32, per_iter=8, work_dir=work)
+    # enough trials that the small second layer gets a slot of its own beside the shared one
+    result = tune(other, trials=128, per_iter=8, work_dir=work)
     rows = {row.name: row for row in result.model_tasks}
     same = rows[shared.name]
-    # its database is the first model's: nothing measured again, every record counted as reused
+    # its database is the first model's: every record counted as reused (less the default's
+    # seed), and only what its target here lacks is measured
     assert result.task_work_dirs[shared.name] == first.task_work_dirs[shared.name]
-    assert same.new == 0 and same.reused >= shared.trials - 1  # less the default's seed
+    assert same.reused >= shared.trials - 1
+    assert same.new <= same.trials - shared.trials + 1
     assert same.trials >= shared.trials
     assert any(row.new > 0 for row in rows.values() if row.name != shared.name)
 
