@@ -188,7 +188,7 @@ def _roofline_points(result: TuneResult) -> list[RooflinePoint]:
         points.append(
             RooflinePoint("untuned", intensity, result.flop / result.baseline_latency_s / 1e9)
         )
-    if result.best_gflops:
+    if result.best_gflops and result.kept != "as written":
         points.append(RooflinePoint("tuned", intensity, result.best_gflops, "tuned"))
     return points
 
@@ -250,9 +250,17 @@ def result_text(result: TuneResult) -> str:
     )
     untuned = "default " if result.kind == "model" else "untuned "
     earlier = result.n_records - result.trials_new
-    lines = [
-        header,
-        f"  tuned    {_best(result.best_latency_s, result.best_gflops, result.peak_fraction)}",
+    best = _best(result.best_latency_s, result.best_gflops, result.peak_fraction)
+    lines = [header]
+    if result.kept == "as written":
+        lines += [
+            f"  kept     the kernel as written, {best}",
+            f"  best     candidate {_latency(result.best_candidate_s)}, slower than the kernel as"
+            " written (timed in turns); .trace is its schedule",
+        ]
+    else:
+        lines.append(f"  tuned    {best}")
+    lines += [
         f"  {untuned} {_latency(result.baseline_latency_s)}   speed-up {speedup}",
         f"  trials   {result.n_records}"
         + (_earlier(result.n_records, earlier) if earlier else " new")

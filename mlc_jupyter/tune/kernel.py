@@ -61,7 +61,7 @@ from .tasks import (
     with_scalars_kept,
 )
 from .threads import host_cores, target_cores, unpin_this_thread
-from .timing import baseline_timing, final_timing, time_remote
+from .timing import baseline_timing, clearly_faster, compare_in_turns, final_timing, time_remote
 
 LOG_NAME = "tune.log"
 #: The most candidates a round measures (MetaSchedule's own default).
@@ -156,9 +156,13 @@ def tune_kernel(
 
 
 def _scalars_kept(result: TuneResult, original: Any, bind: dict[str, Any]) -> TuneResult:
-    """The result with its kernel taking its float scalars again when the schedule allows
-    (:func:`.tasks.with_scalars_kept`); its latencies stay those of the values tuned for."""
-    kept = with_scalars_kept(original, result.trace, bind)
+    """The result with its kernel taking its float scalars again when the schedule allows, or
+    when it is the kernel as written (:func:`.tasks.with_scalars_kept`); its latencies stay those
+    of the values tuned for."""
+    as_written = result.kept == "as written"
+    if result.trace is None and not as_written:
+        return result
+    kept = with_scalars_kept(original, None if as_written else result.trace, bind)
     if kept is None:
         return result
     general, note = kept
@@ -379,6 +383,11 @@ def _result(
             hint=f"the MetaSchedule log is in {run.log_path}",
         )
     tuned, baseline, latency, timing, trace = _tuned_tir(run, best, with_baseline)
+    kept, candidate_s = "tuned", None
+    written = _written_if_faster(run, tuned, baseline, latency)
+    if written is not None:
+        kept, candidate_s, timing = "as written", latency, written
+        tuned, baseline, latency = tasks.mods[0], written.median_s, written.median_s
     flop = None
     if tasks.kind == "tir" and len(tasks.mods) == 1:
         flop = estimate_flops(tasks.mods[0], "main")
@@ -415,4 +424,24 @@ def _result(
         time_budget_s=run.budget.time_s,
         compiler=shared.compiler,
         notes=run.notes,
+        kept=kept,
+        best_candidate_s=candidate_s,
     )
+
+
+def _written_if_faster(run: _Run, tuned: Any, baseline: float | None, latency: float | None) -> Any:
+    """The ``Timing`` of the kernel as written when it beats every candidate, else ``None``.
+
+    As ``torch.compile``'s autotuning keeps ATen's kernel when no candidate beats it: a small
+    kernel can lose to every candidate of a space whose schedules are all parallel. The two are
+    timed in turns before the kernel as written is kept; a tie keeps the tuned one.
+    """
+    tasks = run.tasks
+    if tasks.kind != "tir" or len(tasks.mods) != 1 or run.rpc is not None:
+        return None
+    if baseline is None or latency is None or baseline >= latency:
+        return None
+    written_s, tuned_s = compare_in_turns(tasks.mods[0], tuned, run.target)
+    if not clearly_faster(written_s, tuned_s):
+        return None
+    return final_timing(tasks.mods[0], run.target)

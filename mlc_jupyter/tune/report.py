@@ -118,6 +118,10 @@ class TuneResult:
     notes: tuple[str, ...] = ()
     #: what compiled the GPU candidates (``"nvrtc"`` or ``"nvcc"``; ``""`` on a CPU)
     compiler: str = ""
+    #: ``"as written"`` when no candidate beat the kernel as written: ``mod`` is then the
+    #: workload, ``trace`` the fastest candidate's schedule and ``best_candidate_s`` its latency
+    kept: str = "tuned"
+    best_candidate_s: float | None = None
     #: the imported model it came from (its PyTorch original is ``%mlc_time``'s reference)
     origin: Any = field(default=None, compare=False, repr=False)
 

@@ -138,10 +138,16 @@ def bind_scalars(mod: Any, values: dict[str, Any]) -> tuple[Any, tuple[str, ...]
     return bound, tuple(notes)
 
 
-def bound_note(fixed: dict[str, Any], kept: bool) -> str:
-    """What a result says of the values its kernel was tuned for."""
+def bound_note(fixed: dict[str, Any], kept: bool, replayed: bool = True) -> str:
+    """What a result says of the values its kernel was tuned for (``replayed=False``: no
+    candidate beat the kernel as written, which the result keeps)."""
     listed = ", ".join(f"{n} = {v!r}" for n, v in fixed.items())
     names = ", ".join(fixed)
+    if kept and not replayed:
+        return (
+            f"tuned for {listed}; no candidate beat the kernel as written, which is kept and "
+            f"still takes {names}"
+        )
     if kept:
         return (
             f"tuned for {listed}; the tuned kernel still takes {names} (the schedule found "
@@ -157,20 +163,22 @@ def with_scalars_kept(original: Any, trace: Any, values: dict[str, Any]) -> tupl
     """The tuned schedule (``trace``, found on the kernel with ``values`` written in) replayed on
     ``original``, a PrimFunc whose bound scalars are all floats: a float is a value in the
     arithmetic, never a loop extent or an index, so the schedule does not depend on it and the
-    tuned kernel can keep taking it. Returns that module and the result's note, or ``None`` when
-    that does not hold or the trace does not replay."""
-    if not isinstance(original, prim_func_type()) or trace is None:
+    tuned kernel can keep taking it. ``trace=None`` gives ``original`` as written (no candidate
+    beat it). Returns that module and the result's note, or ``None`` when that does not hold or
+    the trace does not replay."""
+    if not isinstance(original, prim_func_type()):
         return None
     bound = [p for p in scalar_params(original) if p.name in values]
     if not bound or any(not var_dtype(p).startswith("float") for p in bound):
         return None
     try:
         sch = Schedule(_normalise_func(original))
-        trace.apply_to_schedule(sch, remove_postproc=False)
+        if trace is not None:
+            trace.apply_to_schedule(sch, remove_postproc=False)
     except Exception:  # noqa: BLE001 - any TVM failure: the kernel keeps the values written in
         return None
     fixed = {p.name: float(values[p.name]) for p in bound}  # checked by bind_scalars
-    return sch.mod, bound_note(fixed, kept=True)
+    return sch.mod, bound_note(fixed, kept=True, replayed=trace is not None)
 
 
 def scalar_params(func: Any) -> list[Any]:

@@ -30,9 +30,13 @@ from ..measure.turns import Sampler, in_turns
 from .threads import on_measure_thread, target_cores
 
 __all__ = [
+    "COMPARE_ROUNDS",
+    "KEEP_MARGIN",
     "KernelSamplers",
     "Sampler",
     "baseline_timing",
+    "clearly_faster",
+    "compare_in_turns",
     "final_timing",
     "in_turns",
     "kernel_sampler",
@@ -156,3 +160,27 @@ def kernel_sampler(
 ) -> Sampler:
     """A :data:`Sampler` of one kernel (its own buffer sets; see :class:`KernelSamplers`)."""
     return KernelSamplers(target, name, min_sample_s).add(mod)
+
+
+#: A schedule replaces the one a kernel already has only when it is faster by more than this
+#: share (a tie within the noise of the timing keeps what is there).
+KEEP_MARGIN = 0.02
+#: Rounds of :func:`compare_in_turns`.
+COMPARE_ROUNDS = 5
+
+
+def compare_in_turns(before: Any, after: Any, target: Any) -> tuple[float | None, float | None]:
+    """Seconds per call of ``before["main"]`` and ``after["main"]``, timed in turns on shared
+    buffers (``None, None`` when either cannot be built or called)."""
+    samplers = KernelSamplers(target)
+    try:
+        both = [samplers.add(before), samplers.add(after)]
+    except MLCError:
+        return None, None
+    first, second = in_turns(both, COMPARE_ROUNDS)
+    return first, second
+
+
+def clearly_faster(new_s: float | None, old_s: float | None) -> bool:
+    """Whether ``new_s`` beats ``old_s`` by more than :data:`KEEP_MARGIN` (both known)."""
+    return new_s is not None and old_s is not None and new_s < old_s * (1 - KEEP_MARGIN)

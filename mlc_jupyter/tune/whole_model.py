@@ -24,8 +24,9 @@ trials on warming up. Here:
    at least a minimum slot sized at the pace measured so far, and tasks that no minimum slot fits
    keep their default schedule (:class:`~.budget.TimeLedger`). A task's rounds are small enough
    that the first fits half its slot.
-5. A tuned kernel replaces the default one only when it is faster (by :data:`KEEP_MARGIN`), both
-   timed in turns; the tuned model is then timed against the default build in turns.
+5. A tuned kernel replaces the default one only when it is clearly faster, both timed in turns
+   (:func:`.timing.clearly_faster`); the tuned model is then timed against the default build in
+   turns.
 """
 
 from __future__ import annotations
@@ -63,15 +64,10 @@ from .options import SearchOptions, tuning_target, work_dir_for
 from .records import create_database, write_kernel_dirs
 from .report import ModelTask, TuneResult
 from .spaces import choose_spaces
-from .timing import KernelSamplers, in_turns
+from .timing import KernelSamplers, clearly_faster, compare_in_turns, in_turns
 
-#: A tuned kernel replaces the default one only when it is faster by more than this share (a
-#: tie within the noise of the timing keeps the schedule the build already has).
-KEEP_MARGIN = 0.02
 #: Where a work dir's kernels keep their databases under a work dir the user gave.
 KERNELS_DIR = "kernels"
-#: Rounds of the before/after timing of each kernel.
-COMPARE_ROUNDS = 5
 
 TaskStart = Callable[[int, int, "ModelTask"], None]
 
@@ -224,7 +220,7 @@ def _tune_groups(
         before, after = _compare(task, result.mod, target) if search.rpc is None else (None, None)
         spent = perf_counter() - began
         ledger.note(result.elapsed_s, result.trials_new, spent)
-        keep = after is not None and before is not None and after < before * (1 - KEEP_MARGIN)
+        keep = clearly_faster(after, before)
         keep = keep or (search.rpc is not None and result.mod is not None)
         out.new += result.trials_new
         out.records += result.n_records
@@ -337,16 +333,7 @@ def _compare(task: KernelTask, tuned: Any, target: Any) -> tuple[float | None, f
     """The default and the tuned kernel's seconds per call, timed in turns on shared buffers."""
     if tuned is None:
         return None, None
-    samplers = KernelSamplers(target)
-    try:
-        both = [
-            samplers.add(_kernel_module(task.default)),
-            samplers.add(_kernel_module(tuned["main"])),
-        ]
-    except MLCError:
-        return None, None
-    before, after = in_turns(both, COMPARE_ROUNDS)
-    return before, after
+    return compare_in_turns(_kernel_module(task.default), _kernel_module(tuned["main"]), target)
 
 
 def _assemble(prepared: Any, chosen: dict[str, Any]) -> Any:

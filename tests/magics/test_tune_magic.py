@@ -143,3 +143,15 @@ def test_mlc_tune_on_an_imported_model_reports_each_kernel_and_a_table(shell, tm
     report = shell.run_line_magic("mlc_time", "model_relax model_relax_tuned --no-compile -o")
     assert report.names == ["model_relax", "model_relax_tuned", "model"]
     assert all(t.correct for t in report.timings)
+
+
+def test_mlc_tune_keeps_a_kernel_no_candidate_beats_and_says_so(shell, tmp_path, capsys):
+    from tvm import te
+
+    a = te.placeholder((16, 16), name="A")
+    b = te.compute((16, 16), lambda i, j: a[i, j] + 1.0, name="B")
+    shell.user_ns["add_one"] = te.create_prim_func([a, b])
+    shell.run_line_magic("mlc_tune", f"add_one --trials 8 --per-iter 8 --work-dir {tmp_path}")
+    out = capsys.readouterr().out
+    assert shell.user_ns["add_one_tuned"].kept == "as written"
+    assert "kept     the kernel as written" in out and "slower than the kernel as written" in out

@@ -286,6 +286,30 @@ def test_a_kernel_with_a_scalar_bound_to_a_value_is_tuned_for_that_value(tmp_pat
     np.testing.assert_allclose(b, 3 * a)
 
 
+#: A 16x16 ``alpha * A + B``: every MetaSchedule candidate of it is parallel, so none beats it.
+AXPY = (
+    "@T.prim_func\n"
+    "def axpy(A: T.Buffer((16, 16), 'float32'), B: T.Buffer((16, 16), 'float32'),\n"
+    "         C: T.Buffer((16, 16), 'float32'), alpha: T.float32):\n"
+    "    for i, j in T.grid(16, 16):\n"
+    "        with T.block('C'):\n"
+    "            vi, vj = T.axis.remap('SS', [i, j])\n"
+    "            C[vi, vj] = alpha * A[vi, vj] + B[vi, vj]\n"
+)
+#: ``C = alpha * (A @ B)``, 64x64: any candidate beats the loops as written.
+SCALED_MATMUL = (
+    "@T.prim_func\n"
+    "def scaled_mm(A: T.Buffer((64, 64), 'float32'), B: T.Buffer((64, 64), 'float32'),\n"
+    "              C: T.Buffer((64, 64), 'float32'), alpha: T.float32):\n"
+    "    for i, j, k in T.grid(64, 64, 64):\n"
+    "        with T.block('C'):\n"
+    "            vi, vj, vk = T.axis.remap('SSR', [i, j, k])\n"
+    "            with T.init():\n"
+    "                C[vi, vj] = T.float32(0)\n"
+    "            C[vi, vj] = C[vi, vj] + alpha * A[vi, vk] * B[vk, vj]\n"
+)
+
+
 def test_a_float_scalar_bound_to_a_value_stays_a_parameter_of_the_tuned_kernel(tmp_path):
     import numpy as np
 
@@ -293,20 +317,40 @@ def test_a_float_scalar_bound_to_a_value_stays_a_parameter_of_the_tuned_kernel(t
     from mlc_jupyter.compilation import build_module
     from mlc_jupyter.tune import tune
 
-    axpy = parse_tir(
-        "@T.prim_func\n"
-        "def axpy(A: T.Buffer((16, 16), 'float32'), B: T.Buffer((16, 16), 'float32'),\n"
-        "         C: T.Buffer((16, 16), 'float32'), alpha: T.float32):\n"
-        "    for i, j in T.grid(16, 16):\n"
-        "        with T.block('C'):\n"
-        "            vi, vj = T.axis.remap('SS', [i, j])\n"
-        "            C[vi, vj] = alpha * A[vi, vj] + B[vi, vj]\n"
-    )
-    result = tune(axpy, "llvm", trials=8, per_iter=8, work_dir=tmp_path, bind={"alpha": 2})
-    assert result.notes == (
+    result = tune(parse_tir(SCALED_MATMUL), "llvm", trials=8, per_iter=8, work_dir=tmp_path,
+                  bind={"alpha": 2})  # fmt: skip
+    assert result.kept == "tuned" and result.notes == (
         "tuned for alpha = 2.0; the tuned kernel still takes alpha (the schedule found replays "
         "on the kernel as written)",
     )
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((64, 64)).astype("float32") for _ in range(2))
+    c = np.zeros((64, 64), dtype="float32")
+    build_module(result.mod, "llvm")(a, b, c, 0.5)
+    np.testing.assert_allclose(c, 0.5 * (a @ b), rtol=1e-4, atol=1e-4)
+
+
+def test_a_kernel_no_candidate_beats_is_kept_as_written(tmp_path):
+    import numpy as np
+
+    from mlc_jupyter import parse_tir
+    from mlc_jupyter.compilation import build_module
+    from mlc_jupyter.display.tune import result_text
+    from mlc_jupyter.tune import tune
+    from mlc_jupyter.tvm_compat import structural_equal
+
+    result = tune(parse_tir(AXPY), "llvm", trials=8, per_iter=8, work_dir=tmp_path,
+                  bind={"alpha": 2})  # fmt: skip
+    assert result.kept == "as written" and result.speedup == 1.0
+    assert result.best_candidate_s > result.best_latency_s  # timed in turns, then kept
+    assert result.trace is not None  # the fastest candidate's schedule, to look at
+    assert result.notes == (
+        "tuned for alpha = 2.0; no candidate beat the kernel as written, which is kept and still "
+        "takes alpha",
+    )
+    written = result.mod["main"]
+    assert structural_equal(written.body, parse_tir(AXPY).body, map_free_vars=True)
+    assert "kept     the kernel as written" in result_text(result)
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal((16, 16)).astype("float32") for _ in range(2))
     c = np.zeros((16, 16), dtype="float32")
