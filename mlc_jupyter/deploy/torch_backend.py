@@ -16,7 +16,6 @@ installed, ``torch.compile(model, backend="mlc_jupyter", options={...})``.
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,8 +33,6 @@ from .torch_tensors import as_torch, shareable
 from .tuned_records import apply_records, work_dirs
 
 PARAMS = ("bound", "inputs")
-#: A deprecation PyTorch 2.13 warns about inside ``torch.export`` itself (not the user's code).
-TREESPEC_WARNING = r"`isinstance\(treespec, LeafSpec\)` is deprecated"
 
 
 @dataclass(frozen=True)
@@ -145,18 +142,16 @@ def mlc_jupyter_backend(gm: Any, example_inputs: list[Any], **kwargs: Any) -> Ca
 def _relax_of(gm: Any, values: list[Any]) -> Any:
     """The graph as Relax, through ``torch.export`` and TVM's importer of exported programs
     (the ``%mlc_import`` path: ATen operators, so kernels match a tuned import's)."""
-    with warnings.catch_warnings():  # PyTorch's own deprecation inside export's decompositions
-        warnings.filterwarnings("ignore", TREESPEC_WARNING, FutureWarning)
-        try:
-            program = torch.export.export(gm, tuple(values))
-        except Exception as err:  # noqa: BLE001 - torch.export raises many types, long text
-            raise DeployError(
-                f"torch.export could not capture a graph Dynamo gave: {error_reason(err)}"
-            ) from None
-        return translate_graph(
-            program.graph,
-            lambda: torch_frontend().from_exported_program(program, unwrap_unit_return_tuple=False),
-        )
+    try:
+        program = torch.export.export(gm, tuple(values))
+    except Exception as err:  # noqa: BLE001 - torch.export raises many types, long text
+        raise DeployError(
+            f"torch.export could not capture a graph Dynamo gave: {error_reason(err)}"
+        ) from None
+    return translate_graph(
+        program.graph,
+        lambda: torch_frontend().from_exported_program(program, unwrap_unit_return_tuple=False),
+    )
 
 
 def _real_value(node: Any, value: Any) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,9 @@ from ..tvm_compat import detach_params, torch_frontend
 from .summary import summarize
 
 VIAS = ("export", "fx")
+#: A deprecation PyTorch 2.13 warns about inside its own decompositions, which TVM's importer of
+#: exported programs runs: not the user's code, so not the user's business.
+TREESPEC_WARNING = r"`isinstance\(treespec, LeafSpec\)` is deprecated"
 PARAMS = ("bound", "inputs")
 Progress = Callable[[str, int, int], None]
 
@@ -81,9 +85,9 @@ def import_model(
             hint="%mlc_import takes a PyTorch model; %%relax takes TVMScript",
         )
     args = as_inputs(inputs)
-    warnings = []
+    cautions = []
     if model.training:
-        warnings.append(
+        cautions.append(
             "the model is in training mode (batch norm and dropout train); call model.eval() "
             "to import it for inference"
         )
@@ -128,7 +132,7 @@ def import_model(
         params=params,
         import_s=time.perf_counter() - start,
         stages=(*stages, ("kernels", time.perf_counter() - translated)),
-        warnings=tuple(warnings),
+        warnings=tuple(cautions),
     )
 
 
@@ -164,7 +168,9 @@ def _trace(torch: Any, model: Any) -> Any:
 def translate_graph(graph: Any, translate: Callable[[], Any], module: Any = None) -> Any:
     """``translate()`` (a TVM importer); an operator it lacks is named with the model line."""
     try:
-        return translate()
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", TREESPEC_WARNING, FutureWarning)
+            return translate()
     except Exception as err:  # noqa: BLE001 - TVM asserts; turn it into a located message
         text = str(err).strip()
         match = _UNSUPPORTED.search(text)

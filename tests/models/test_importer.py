@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -94,3 +96,20 @@ def test_a_model_in_training_mode_is_imported_with_a_warning():
 def test_something_that_is_not_a_pytorch_model_is_refused():
     with pytest.raises(ModelImportError, match=r"expected a torch\.nn\.Module"):
         import_model(lambda x: x, X)
+
+
+class WarnsOnInput(torch.nn.Module):
+    """A model whose own code warns (a warning the user must see)."""
+
+    def forward(self, x):
+        warnings.warn("check the model's input", UserWarning, stacklevel=1)
+        return x * 2
+
+
+def test_the_import_shows_the_models_warnings_and_not_pytorchs_own_deprecations():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import_model(WarnsOnInput(), torch.ones(4))
+    messages = [str(w.message) for w in caught]
+    assert "check the model's input" in messages
+    assert not [m for m in messages if "LeafSpec" in m], messages  # from TVM's decompositions
