@@ -8,6 +8,8 @@ DLPack. Weights (the module's parameters and buffers, which Dynamo passes as gra
 bound into the build by default (``params="bound"``, as ``%mlc_import`` does): constants fold,
 and a model's tuned kernels match. Like Inductor's freezing, a weight changed afterwards is not
 seen until ``torch._dynamo.reset()``; ``params="inputs"`` passes them at every call instead.
+Builds are for fixed shapes (default schedules and tuned records are): a graph Dynamo makes
+dynamic is built once per shape it is called with.
 
 ``torch.compile(model, backend=torch_backend(records=rn_tuned))``, or, with the package
 installed, ``torch.compile(model, backend="mlc_jupyter", options={...})``.
@@ -47,12 +49,16 @@ class CompiledGraph:
     tuned: tuple[str, ...]
     build_s: float
     built: Built
+    #: the shape of each input it was built for
+    shapes: tuple[tuple[int, ...], ...] = ()
 
     def describe(self) -> str:
         tuned = f", {len(self.tuned)} from tuned records" if self.tuned else ""
+        shapes = ", ".join("x".join(map(str, s)) or "scalar" for s in self.shapes)
         return (
             f"graph {self.index}: {self.operators} operators -> {self.kernels} kernels{tuned}; "
-            f"{self.inputs} input(s), {self.weights} weight(s) bound; built in {self.build_s:.1f} s"
+            f"{self.inputs} input(s) ({shapes}), {self.weights} weight(s) bound; "
+            f"built in {self.build_s:.1f} s"
         )
 
 
@@ -86,20 +92,40 @@ class TorchBackend:
         return {"target": self.target, "records": list(self.records), "params": self.params}
 
     def _compile(self, gm: Any, example_inputs: list[Any]) -> Callable[..., Any]:
-        start = time.perf_counter()
         nodes = [n for n in gm.graph.nodes if n.op == "placeholder"]
         values = [
             _real_value(node, value) for node, value in zip(nodes, example_inputs, strict=True)
         ]
-        _refuse_symbolic(nodes, values)
-        bound = {
-            i
-            for i, node in enumerate(nodes)
-            if self.params == "bound" and _is_weight(node) and isinstance(values[i], torch.Tensor)
-        }
-        mod = _relax_of(gm, values)
+        if not any(isinstance(value, torch.Tensor) for value in values):
+            return gm.forward  # arithmetic on sizes only: nothing for TVM to build
+        weights = [_is_weight(node) for node in nodes]  # Dynamo drops what tells once built
+        if _is_symbolic(nodes, values):
+            return self._per_shape(gm, weights)
+        return self._fixed(gm, weights, values)
+
+    def _per_shape(self, gm: Any, weights: list[bool]) -> Callable[..., Any]:
+        """A graph whose shapes Dynamo made symbolic, built for each shape it is called with
+        (when first called with it), as ``dynamic=False`` would build it: TVM's default
+        schedules and tuned records are for fixed shapes."""
+        builds: dict[tuple[Any, ...], Callable[..., Any]] = {}
+
+        def run(*args: Any) -> tuple[Any, ...]:
+            key = _shape_key(args)
+            if key not in builds:
+                builds[key] = self._fixed(gm, weights, list(args))
+            return builds[key](*args)
+
+        return run
+
+    def _fixed(self, gm: Any, weights: list[bool], values: list[Any]) -> Callable[..., Any]:
+        """``gm`` built for the shapes of ``values`` (its integer inputs written in);
+        ``weights`` marks the inputs that are the module's parameters and buffers."""
+        start = time.perf_counter()
+        tensors = [i for i, value in enumerate(values) if isinstance(value, torch.Tensor)]
+        bound = [i for i in tensors if self.params == "bound" and weights[i]]
+        mod = _relax_of(gm, values)  # its parameters: the tensor inputs, in order
         if bound:
-            weights = {i: values[i].detach().cpu().numpy() for i in sorted(bound)}
+            weights = {tensors.index(i): values[i].detach().cpu().numpy() for i in bound}
             mod = bind_inputs(mod, weights)
         device = next((v.device for v in values if isinstance(v, torch.Tensor)), None)
         target = resolve_target(
@@ -108,11 +134,11 @@ class TorchBackend:
         built, kernels, tuned = self._build(mod, target)
         sig = prepare(built, "main")
         main = runtime_function(built, sig.name)
-        keep = [i for i in range(len(nodes)) if i not in bound]
+        keep = [i for i in tensors if i not in bound]
         self.graphs.append(
             CompiledGraph(
                 len(self.graphs), _operators(gm), len(keep), len(bound), kernels, tuned,
-                time.perf_counter() - start, built,
+                time.perf_counter() - start, built, _shapes(values, keep),
             )
         )  # fmt: skip
 
@@ -142,8 +168,10 @@ def mlc_jupyter_backend(gm: Any, example_inputs: list[Any], **kwargs: Any) -> Ca
 def _relax_of(gm: Any, values: list[Any]) -> Any:
     """The graph as Relax, through ``torch.export`` and TVM's importer of exported programs
     (the ``%mlc_import`` path: ATen operators, so kernels match a tuned import's)."""
+    tensors = tuple(v for v in values if isinstance(v, torch.Tensor))
+    module = gm if len(tensors) == len(values) else _SizesWrittenIn(gm, values)
     try:
-        program = torch.export.export(gm, tuple(values))
+        program = torch.export.export(module, tensors)
     except Exception as err:  # noqa: BLE001 - torch.export raises many types, long text
         raise DeployError(
             f"torch.export could not capture a graph Dynamo gave: {error_reason(err)}"
@@ -152,6 +180,24 @@ def _relax_of(gm: Any, values: list[Any]) -> Any:
         program.graph,
         lambda: torch_frontend().from_exported_program(program, unwrap_unit_return_tuple=False),
     )
+
+
+class _SizesWrittenIn(torch.nn.Module):
+    """A graph with its inputs that are not tensors (the sizes Dynamo passes for dynamic
+    shapes) written in: ``torch.export`` then sees tensor inputs only, the ones TVM's importer
+    takes."""
+
+    def __init__(self, gm: Any, values: list[Any]) -> None:
+        super().__init__()
+        self.gm = gm
+        self.sizes = {i: v for i, v in enumerate(values) if not isinstance(v, torch.Tensor)}
+        self.count = len(values)
+
+    def forward(self, *tensors: Any) -> Any:
+        given = iter(tensors)
+        return self.gm(
+            *(self.sizes[i] if i in self.sizes else next(given) for i in range(self.count))
+        )
 
 
 def _real_value(node: Any, value: Any) -> Any:
@@ -171,16 +217,27 @@ def _is_weight(node: Any) -> bool:
     return "._parameters[" in source or "._buffers[" in source
 
 
-def _refuse_symbolic(nodes: list[Any], values: list[Any]) -> None:
+def _is_symbolic(nodes: list[Any], values: list[Any]) -> bool:
+    """Whether Dynamo made the graph's shapes dynamic (a size input, or a symbolic dimension)."""
     for node, value in zip(nodes, values, strict=False):
-        example = node.meta.get("example_value", value)
-        shape = getattr(example, "shape", ())
-        if not isinstance(value, torch.Tensor) or any(not isinstance(d, int) for d in shape):
-            raise DeployError(  # Dynamo shows only the message: the advice is in it
-                f"Dynamo made this graph's shapes dynamic (input {node.name}: "
-                f"{type(value).__name__}); the mlc_jupyter backend builds fixed shapes: pass "
-                "dynamic=False to torch.compile (one build per shape)"
-            )
+        if not isinstance(value, torch.Tensor):
+            return True
+        shape = getattr(node.meta.get("example_value", value), "shape", ())
+        if any(not isinstance(d, int) for d in shape):
+            return True
+    return False
+
+
+def _shape_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """What a build for fixed shapes depends on: each tensor's shape, dtype and device, and the
+    value of each other input (a size)."""
+    return tuple(
+        (tuple(a.shape), a.dtype, a.device) if isinstance(a, torch.Tensor) else a for a in args
+    )
+
+
+def _shapes(values: list[Any], keep: list[int]) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(values[i].shape) for i in keep)
 
 
 def _operators(gm: Any) -> int:

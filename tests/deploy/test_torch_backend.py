@@ -127,12 +127,31 @@ def test_an_operator_tvm_lacks_is_named_with_the_model_line():
     assert "bessel_j0" in str(info.value)
 
 
-def test_dynamic_shapes_are_refused_with_a_hint():
-    model = torch.nn.Linear(4, 2).eval()
-    compiled = torch.compile(model, backend=torch_backend(), dynamic=True)
-    with pytest.raises(Exception, match="backend builds fixed shapes") as info:
-        compiled(torch.ones(3, 4))
-    assert "dynamic=False" in str(info.value)
+class _Flatten(torch.nn.Module):
+    """A size read before a graph break: Dynamo passes it to the next graph as an input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(12, 3)
+
+    def forward(self, x):
+        n = x.shape[0]
+        torch._dynamo.graph_break()
+        return torch.relu(self.linear(x.reshape(n, -1)))
+
+
+@pytest.mark.parametrize("dynamic", [None, True])
+def test_a_graph_dynamo_makes_dynamic_is_built_once_per_shape(dynamic):
+    torch.manual_seed(0)
+    model = _Flatten().eval()
+    backend = torch_backend()
+    compiled = torch.compile(model, backend=backend, dynamic=dynamic)
+    with torch.no_grad():
+        for batch in (2, 3, 5, 3):  # with dynamic=None Dynamo goes dynamic at the second shape
+            x = torch.randn(batch, 3, 4)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+    assert [graph.shapes for graph in backend.graphs] == [((2, 3, 4),), ((3, 3, 4),), ((5, 3, 4),)]
+    assert "1 input(s) (3x3x4), 2 weight(s) bound" in backend.graphs[1].describe()
 
 
 def test_unknown_options_are_refused():
