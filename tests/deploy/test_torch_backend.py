@@ -154,6 +154,20 @@ def test_a_graph_dynamo_makes_dynamic_is_built_once_per_shape(dynamic):
     assert "1 input(s) (3x3x4), 2 weight(s) bound" in backend.graphs[1].describe()
 
 
+def test_outputs_require_grad_as_eager_ones_and_backward_says_why_there_is_no_gradient():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2).eval()
+    compiled = torch.compile(model, backend=torch_backend())
+    x = torch.randn(3, 4)
+    out = compiled(x)  # grad mode on, weights that require grad: eager's output would too
+    torch.testing.assert_close(out, model(x), rtol=1e-5, atol=1e-5)
+    assert out.requires_grad
+    with pytest.raises(DeployError, match="builds for inference: no gradient flows through it"):
+        out.sum().backward()
+    with torch.no_grad():
+        assert not compiled(x).requires_grad
+
+
 def test_unknown_options_are_refused():
     with pytest.raises(DeployError, match="unknown params 'frozen'"):
         torch_backend(params="frozen")
