@@ -31,7 +31,7 @@ from ..compilation.default_schedule import has_operators, prepare_model
 from ..errors import DeployError, error_reason
 from ..models.importer import translate_graph
 from ..tvm_compat import bind_inputs, torch_frontend
-from .torch_tensors import as_torch, shareable
+from .torch_tensors import as_eager_returns, as_torch, shareable
 from .tuned_records import apply_records, work_dirs
 
 PARAMS = ("bound", "inputs")
@@ -142,11 +142,16 @@ class TorchBackend:
             )
         )  # fmt: skip
 
-        graph = f"graph {len(self.graphs) - 1}"
+        refusal = (
+            f"graph {len(self.graphs) - 1} was built by the mlc_jupyter backend, which builds "
+            "for inference: no gradient flows through it (its weights are constants of the "
+            "build); train with torch.compile's default backend, and run this one under "
+            "torch.no_grad()"
+        )
 
         def run(*args: Any) -> tuple[Any, ...]:
             out = as_torch(main(*(shareable(args[i]) for i in keep)))
-            return _as_eager_returns(out if isinstance(out, tuple) else (out,), args, graph)
+            return as_eager_returns(out if isinstance(out, tuple) else (out,), args, refusal)
 
         return run
 
@@ -217,40 +222,6 @@ def _is_weight(node: Any) -> bool:
     source = getattr(getattr(arg, "source", None), "name", "")
     source = source() if callable(source) else str(source)
     return "._parameters[" in source or "._buffers[" in source
-
-
-class _NoGradient(torch.autograd.Function):
-    """An output that requires grad as eager's would, and whose backward says why no gradient
-    flows through a build of this backend (instead of PyTorch's "does not require grad")."""
-
-    @staticmethod
-    def forward(ctx: Any, graph: str, out: Any, tracked: Any) -> Any:
-        ctx.graph = graph
-        return out.view_as(out)
-
-    @staticmethod
-    def backward(ctx: Any, *grads: Any) -> Any:
-        raise DeployError(
-            f"{ctx.graph} was built by the mlc_jupyter backend, which builds for inference: no "
-            "gradient flows through it (its weights are constants of the build); train with "
-            "torch.compile's default backend, and run this one under torch.no_grad()"
-        )
-
-
-def _as_eager_returns(outs: tuple[Any, ...], args: tuple[Any, ...], graph: str) -> tuple[Any, ...]:
-    """``outs`` requiring grad where eager's would (grad mode on, an input that requires it),
-    their backward refused with the reason."""
-    if not torch.is_grad_enabled():
-        return outs
-    tracked = next((a for a in args if isinstance(a, torch.Tensor) and a.requires_grad), None)
-    if tracked is None:
-        return outs
-    return tuple(
-        _NoGradient.apply(graph, o, tracked)
-        if isinstance(o, torch.Tensor) and o.is_floating_point()
-        else o
-        for o in outs
-    )
 
 
 def _is_symbolic(nodes: list[Any], values: list[Any]) -> bool:

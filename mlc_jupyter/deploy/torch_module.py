@@ -5,7 +5,8 @@ hands them to the Relax VM through DLPack (:mod:`.torch_tensors`: no copy unless
 misaligned or not contiguous) and returns PyTorch tensors over the memory TVM wrote. A model
 imported with ``--params inputs`` takes its weights as arguments of ``main``: the module holds
 them as (frozen) parameters, so ``state_dict()`` and ``load_state_dict`` work on them.
-The module is for inference: its outputs carry no gradient.
+The module is for inference: an output requires grad where eager's would, and its backward is
+an error that says so.
 """
 
 from __future__ import annotations
@@ -20,7 +21,13 @@ from ..compilation.cached_build import Built
 from ..compilation.call import check_argument, prepare, runtime_function
 from ..errors import CallError
 from .built import model_build, model_inputs
-from .torch_tensors import as_torch, check_device, shareable, torch_device
+from .torch_tensors import as_eager_returns, as_torch, check_device, shareable, torch_device
+
+#: Why a backward through the module fails.
+INFERENCE_ONLY = (
+    "a TVM model build is for inference: no gradient flows through it; compute gradients with "
+    "the PyTorch model, and call this one under torch.no_grad()"
+)
 
 
 class TVMModule(torch.nn.Module):
@@ -62,7 +69,9 @@ class TVMModule(torch.nn.Module):
             check_argument(self.signature, index, value)
             args.append(shareable(value))
         args += [shareable(getattr(self, name)) for name in self._weight_names]
-        return as_torch(self._main(*args))
+        out = as_torch(self._main(*args))
+        outs = as_eager_returns(out if isinstance(out, tuple) else (out,), inputs, INFERENCE_ONLY)
+        return outs if isinstance(out, tuple) else outs[0]
 
     def extra_repr(self) -> str:
         inputs = ", ".join(p.describe() for p in self.inputs)

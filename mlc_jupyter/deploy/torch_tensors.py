@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from ..errors import CallError
+from ..errors import CallError, DeployError
 from ..tvm_compat import is_array
 
 #: The alignment in bytes TVM's kernels assume of every buffer (``kAllocAlignment``).
@@ -57,3 +57,33 @@ def as_torch(value: Any) -> Any:
     if isinstance(value, (tuple, list)) or is_array(value):
         return tuple(as_torch(item) for item in value)
     return torch.from_dlpack(value)
+
+
+class _NoGradient(torch.autograd.Function):
+    """An output that requires grad as eager's would, and whose backward says why no gradient
+    flows through a TVM build (instead of PyTorch's "does not require grad")."""
+
+    @staticmethod
+    def forward(ctx: Any, refusal: str, out: Any, tracked: Any) -> Any:
+        ctx.refusal = refusal
+        return out.view_as(out)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        raise DeployError(ctx.refusal)
+
+
+def as_eager_returns(outs: tuple[Any, ...], args: Any, refusal: str) -> tuple[Any, ...]:
+    """``outs`` requiring grad where eager's would (grad mode on, an input that requires it),
+    their backward an error that says ``refusal``."""
+    if not torch.is_grad_enabled():
+        return outs
+    tracked = next((a for a in args if isinstance(a, torch.Tensor) and a.requires_grad), None)
+    if tracked is None:
+        return outs
+    return tuple(
+        _NoGradient.apply(refusal, o, tracked)
+        if isinstance(o, torch.Tensor) and o.is_floating_point()
+        else o
+        for o in outs
+    )

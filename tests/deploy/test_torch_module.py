@@ -87,6 +87,17 @@ def test_each_call_returns_its_own_output_tensor(module, model, example):
     torch.testing.assert_close(second, model(example * 2), rtol=1e-5, atol=1e-5)
 
 
+def test_an_input_that_requires_grad_gives_an_output_whose_backward_says_why_not(module, example):
+    x = example.clone().requires_grad_()
+    out = module(x)
+    assert out.requires_grad  # as the PyTorch model's would
+    with pytest.raises(DeployError, match="is for inference: no gradient flows through it"):
+        out.sum().backward()
+    with torch.no_grad():
+        assert not module(x).requires_grad
+    assert not module(example).requires_grad  # nothing requires grad: a plain output
+
+
 def test_weights_kept_as_inputs_are_the_modules_parameters_and_can_be_loaded(model, example):
     module = to_torch(build_module(import_model(model, example, params="inputs")))
     assert [name for name, _ in module.named_parameters()] == [
