@@ -125,8 +125,8 @@ class TorchBackend:
         bound = [i for i in tensors if self.params == "bound" and weights[i]]
         mod = _relax_of(gm, values)  # its parameters: the tensor inputs, in order
         if bound:
-            weights = {tensors.index(i): values[i].detach().cpu().numpy() for i in bound}
-            mod = bind_inputs(mod, weights)
+            constants = {tensors.index(i): values[i].detach().cpu().numpy() for i in bound}
+            mod = bind_inputs(mod, constants)
         device = next((v.device for v in values if isinstance(v, torch.Tensor)), None)
         target = resolve_target(
             self.target or ("cuda" if device and device.type == "cuda" else None)
