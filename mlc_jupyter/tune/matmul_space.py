@@ -15,7 +15,10 @@ GotoBLAS/BLIS kernel with TensorIR's own primitives and lets MetaSchedule search
 * cache blocking above the micro-kernel (``nc`` columns of ``B`` reused across ``mc`` rows of
   ``A``) with sampled tiles, the outer tiles fused and run in parallel;
 * three variants, one design space each: ``B`` packed once for the whole kernel (its own parallel
-  loop), packed per column panel inside the parallel loop, or not packed (small matrices).
+  loop), packed per column panel inside the parallel loop, or not packed (small matrices). A
+  ``B`` that is a model's weight (``layout_free_buffers``) gets the unpacked variant only:
+  MetaSchedule's ``RewriteLayout`` lays it out in the order the loops read it, the same panels,
+  once at build time instead of at every call.
 
 ``mr`` and the number of vectors in ``nr`` are sampled from shapes that divide the matrix
 (``sample_categorical``), the cache tiles and the ``k`` unroll with ``sample_perfect_tile``; a
@@ -34,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..compilation.conv_schedule import VectorUnit, vector_unit
+from ..compilation.default_schedule import LAYOUT_FREE_ATTR
 from ..tvm_compat import (
     Schedule,
     buffer_load,
@@ -292,13 +296,28 @@ def design_spaces(unit: VectorUnit) -> Any:
 
     def spaces(sch: Any) -> list[Any]:
         out = []
-        for variant in VARIANTS:
+        for variant in ("no-pack",) if _weight_b(sch) else VARIANTS:
             copy = sch.copy()
             schedule_matmul(copy, variant, unit)
             out.append(copy)
         return out
 
     return spaces
+
+
+def _weight_b(sch: Any) -> bool:
+    """Whether ``B`` is a weight the build lays out itself: a buffer ``layout_free_buffers``
+    lists, which MetaSchedule's ``RewriteLayout`` rewrites into the order the loops read it (the
+    panels the packed variants copy it into), once, at build time. Packing it in the kernel too
+    would transform it twice, which ``RewriteLayout`` refuses."""
+    func = sch.mod["main"]
+    if LAYOUT_FREE_ATTR not in (func.attrs or {}):
+        return False
+    probe = sch.copy()
+    block = _contraction(probe)
+    _inline_producers(probe, block)
+    b = region_buffer(probe.get(block).reads[_roles(probe, block).b_index])
+    return any(func.params[int(i)].same_as(b) for i in func.attrs[LAYOUT_FREE_ATTR])
 
 
 def is_matmul_like(mod: Any, target: Any) -> bool:

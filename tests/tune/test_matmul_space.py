@@ -161,3 +161,26 @@ def test_metaschedule_samples_the_space(target):
                              task_name="main")  # fmt: skip
     spaces = context.generate_design_space()
     assert len(spaces) == len(VARIANTS)
+
+
+def test_a_models_weight_is_left_to_rewrite_layout_and_the_kernel_tunes(target, tmp_path):
+    """``%mlc_import``'s kernels mark their weights layout-free: MetaSchedule's ``RewriteLayout``
+    packs such a ``B`` at build time, so the space does not pack it a second time (TVM refused
+    that in every candidate, and a transformer's matmuls kept their default schedules)."""
+    from mlc_jupyter.compilation import build_module
+    from mlc_jupyter.compilation.default_schedule import LAYOUT_FREE_ATTR
+    from mlc_jupyter.tune import tune
+    from mlc_jupyter.tvm_compat import metaschedule
+
+    ms = metaschedule()
+    weighted = _module(matmul(64, 128, 64)["main"].with_attr(LAYOUT_FREE_ATTR, [1]))
+    context = ms.TuneContext(mod=weighted, target=target, task_name="main",
+                             space_generator=space_generator(weighted, target))  # fmt: skip
+    assert len(context.generate_design_space()) == 1  # unpacked: RewriteLayout packs B
+    result = tune(weighted, trials=8, per_iter=8, work_dir=tmp_path, seed=0)
+    assert result.spaces == {"main": "matmul"} and result.n_records == 8
+    rng = np.random.default_rng(0)
+    a, b = (rng.uniform(-1, 1, size=(64, s)).astype("float32") for s in (64, 128))
+    c = np.zeros((64, 128), dtype="float32")
+    build_module(result.mod, target)(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
