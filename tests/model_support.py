@@ -17,6 +17,16 @@ def mlp() -> Any:
     return nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10)).eval()
 
 
+def twin_mlp() -> Any:
+    """Two 256-wide dense layers (one with ReLU): two kernels of about equal share, so a small
+    trial budget reaches both whatever shares a machine measures (the book's MLP has a second
+    kernel small enough to be left out on a slower machine)."""
+    from torch import nn
+
+    torch_seed()
+    return nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 256)).eval()
+
+
 def encoder_layer() -> Any:
     """``nn.TransformerEncoderLayer`` (d_model 256, 4 heads), batch first, eval mode."""
     from torch import nn
@@ -138,10 +148,15 @@ def imported_resnet18() -> Any:
     import torch
     from tvm.relax.frontend.torch import from_exported_program
 
+    from mlc_jupyter.models.importer import translate_graph
+
     example = (torch.randn(1, 3, 224, 224),)
     with torch.no_grad():
         exported = torch.export.export(resnet18(), example)
-    return from_exported_program(exported, keep_params_as_input=False)
+    # through the package's importer boundary, which hides PyTorch's own deprecation warnings
+    return translate_graph(
+        exported.graph, lambda: from_exported_program(exported, keep_params_as_input=False)
+    )
 
 
 def torch_seed(seed: int = 0) -> None:
