@@ -88,9 +88,9 @@ def bench_model(name: str, args: argparse.Namespace, work_root: str) -> dict:
         tuned = tune(imported, work_dir=os.path.join(work_root, name), fresh=True, **budget)
         tune_s = time.perf_counter() - start
         variants["tvm_tuned"] = tuned
-    profile = profile_kernels(default, runs=3, name=f"{name} (default build)")
+    profile = profile_kernels(default, runs=5, name=f"{name} (default build)")
     tuned_profile = (
-        profile_kernels(tuned, runs=3, name=f"{name} (tuned build)") if tuned is not None else None
+        profile_kernels(tuned, runs=5, name=f"{name} (tuned build)") if tuned is not None else None
     )
     report = time_functions(
         variants, sampling=Sampling(repeat=args.rounds), torch_compile=not args.no_compile

@@ -15,6 +15,7 @@ layer that streams its weights at the memory bandwidth is at its roof, not at "2
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,11 @@ from .timer import argument_bytes, argument_dtypes, as_built, estimate_flops, mo
 PROFILE_BUDGET_S = 2.0
 #: The VM's own instructions (allocations, shape checks ...); every other call is a kernel.
 VM_PREFIX = "vm."
+#: About what the Python instrument adds to each kernel call it times.
+INSTRUMENT_S = 2e-6
+#: How much longer than the uninstrumented model the kernels may take before the profile is
+#: called disturbed (the runs of a quiet machine vary by less).
+DISTURBED_EXCESS = 0.15
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,15 @@ class KernelProfile:
     def kernel_s(self) -> float:
         return sum(k.seconds for k in self.kernels)
 
+    @property
+    def disturbed(self) -> bool:
+        """Whether the kernels alone took clearly longer than the whole model timed without the
+        profiler: the machine was busy during the profile, so the kernels' rates read low."""
+        if not self.total_s:
+            return False
+        instrument_s = INSTRUMENT_S * sum(k.calls for k in self.kernels)
+        return self.kernel_s > self.total_s * (1 + DISTURBED_EXCESS) + instrument_s
+
     def share(self, kernel: KernelTime) -> float:
         """The kernel's part of the time of all kernels and VM instructions together."""
         whole = self.kernel_s + self.overhead_s
@@ -135,7 +150,9 @@ def profile_kernels(
     seed: int = 0,
 ) -> KernelProfile:
     """Time every kernel call of a Relax build's ``main`` over up to ``runs`` runs (after a
-    warm-up; fewer when they would take more than ``PROFILE_BUDGET_S``).
+    warm-up; fewer when they would take more than ``PROFILE_BUDGET_S``). Each kernel's time is
+    its median over the runs, so one run slowed by another process does not move it (the
+    shares whole-model tuning splits its budget by come from here).
 
     Kernels are the module's PrimFuncs; the VM's own work (allocations, shape checks,
     reshapes) is the model's uninstrumented latency minus the kernels' time.
@@ -156,7 +173,7 @@ def profile_kernels(
         for gv, f in built.mod.functions_items()
         if _is_prim(f)
     }
-    seconds: dict[str, float] = {}
+    per_run: list[dict[str, float]] = []  # each run's seconds in each kernel
     calls: dict[str, int] = {}
     started: list[float] = []
 
@@ -165,6 +182,7 @@ def profile_kernels(
             started.append(time.perf_counter())
         else:
             symbol = str(symbol).removesuffix(PACKED_SUFFIX)
+            seconds = per_run[-1]
             seconds[symbol] = seconds.get(symbol, 0.0) + time.perf_counter() - started.pop()
             calls[symbol] = calls.get(symbol, 0) + 1
         return 0
@@ -175,6 +193,7 @@ def profile_kernels(
     runs = max(1, min(runs, math.ceil(PROFILE_BUDGET_S / max(once, 1e-9))))
     vm.set_instrument(instrument)
     for _ in range(runs):
+        per_run.append({})
         main(*tensors)
     device = device_for(built.target)
     repeat = 3 if once * 3 < PROFILE_BUDGET_S else 1
@@ -184,11 +203,11 @@ def profile_kernels(
         KernelTime(
             symbol,
             calls[symbol] // runs,
-            secs / runs,
+            statistics.median(run.get(symbol, 0.0) for run in per_run),
             _flops(built, symbol, calls[symbol] // runs),
             _bytes(built, symbol, calls[symbol] // runs),
         )
-        for symbol, secs in seconds.items()
+        for symbol in calls
         if symbol in known or not symbol.startswith(VM_PREFIX)
     ]
     rows.sort(key=lambda k: -k.seconds)

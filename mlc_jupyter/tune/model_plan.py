@@ -187,7 +187,7 @@ def _profile(plan: ModelPlan, target: Any, origin: Any) -> None:
         built = build_module(plan.prepared, target)
         if origin is not None:
             built = with_origin(built, origin)
-        profile = profile_kernels(built, runs=3)
+        profile = profile_kernels(built, runs=5)
     except MLCError:
         plan.profiled = False
         for task in plan.tasks:

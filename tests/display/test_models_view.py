@@ -89,3 +89,16 @@ def test_a_gpu_profile_names_no_cores():
     text = profile_text(profile)
     assert "roofline: fp32 peak 50000 GFLOP/s, bandwidth 3000.0 GB/s, ridge at 16.7" in text
     assert _table(text)[1][0][-2:] == ["memory", "7%"]  # 200 GB/s of 3000
+
+
+def test_a_profile_whose_kernels_outlast_the_whole_model_warns_that_the_machine_was_busy():
+    # kernels timed at 3 ms against a model timed at 2 ms without the profiler: another
+    # process had the cores during the profile, so the rates below read low
+    k = KernelTime("fused_matmul", 1, 3e-3, flops=2e8, bytes=1e6)
+    busy = KernelProfile("m", (k,), 0.0, 2e-3, 3, peak_gflops=200.0, bandwidth_gbs=40.0, cores=2)
+    quiet = dataclasses.replace(busy, total_s=3.1e-3)
+    assert busy.disturbed and not quiet.disturbed
+    assert "the machine was busy during the profile" in profile_text(busy)
+    assert "the machine was busy during the profile" in profile_html(busy)
+    assert "busy" not in profile_text(quiet)
+    assert "(median of 3 runs)" in profile_text(quiet)
