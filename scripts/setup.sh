@@ -24,6 +24,22 @@ PY=${PYTHON:-python3}
 .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q -e ".[test,torch]"
 
+# As root (a container, or a machine set up with sudo) Jupyter refuses to start unless allow_root is
+# set: the venv's own Jupyter config sets it, read only by this venv's jupyter, so the README's open
+# command works as written for root too. Other settings in that file are kept.
+if [ "$(id -u)" = "0" ]; then
+  .venv/bin/python - <<'PY'
+import json
+import pathlib
+
+path = pathlib.Path(".venv/etc/jupyter/jupyter_server_config.json")
+path.parent.mkdir(parents=True, exist_ok=True)
+config = json.loads(path.read_text()) if path.exists() else {}
+config.setdefault("ServerApp", {})["allow_root"] = True
+path.write_text(json.dumps(config, indent=2) + "\n")
+PY
+fi
+
 if [ -f labextension/build.sh ]; then
   bash labextension/build.sh --link --test
 fi
