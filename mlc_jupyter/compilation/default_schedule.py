@@ -41,6 +41,7 @@ from ..tvm_compat import (
     tvm,
     vector_bits,
 )
+from .dataflow_outputs import return_outputs
 from .intrinsics import load_tensor_intrinsics
 
 #: Relax operators that only call kernels; a module with nothing else needs no legalising.
@@ -117,7 +118,10 @@ def legalize_and_fuse(mod: Any, target: Any) -> Any:
     (:func:`pack_weights`).
 
     The same passes give ``%mlc_tune`` its tasks, so a tuned kernel replaces the one built here.
+    A function that returns a dataflow variable (the book's FX translator) returns its output
+    instead, as FuseOps would otherwise fuse the returned variable away.
     """
+    mod = return_outputs(mod)
     _tvm = tvm()
     transform = _tvm.relax.transform
     cpu = "gpu" not in list(target.keys)
