@@ -135,6 +135,15 @@ RULES: tuple[Rule, ...] = (
         where="string",
     ),
     Rule(
+        'T.func_attr({"tir.noalias": T.bool(True)})',
+        'T.func_attr({"tirx.noalias": True})',
+        "older TVMs printed function attributes as T.bool(True); 0.27 parses it but cannot build "
+        'it ("Cannot convert from type ir.IntImm to int")',
+        re.compile(r"\bT\.bool\(\s*(True|False)\s*\)"),
+        r"\1",
+        line_if=re.compile(r"\bT\.func_attr\s*\("),
+    ),
+    Rule(
         "R.call_tir(f, args, out_sinfo=...)",
         "R.call_tir(f, args, out_ty=...)",
         "the keyword was renamed (also for R.call_dps_packed)",

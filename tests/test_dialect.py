@@ -215,3 +215,15 @@ def test_printed_ir_shows_in_the_course_spelling_and_translates_back():
     back = translate(course).source.splitlines()
     assert [line for line in back if not line.lstrip().startswith("#")] == code
     assert course_spelling('b0 = sch.get_sblock(name="Y")') == 'b0 = sch.get_block(name="Y")'
+
+
+def test_t_bool_in_function_attributes_becomes_a_python_bool_and_elsewhere_stays():
+    """Older TVMs printed ``T.func_attr({"tir.noalias": T.bool(True)})`` (the concept blog copied
+    it); 0.27 parses it but cannot build it."""
+    t = translate(
+        '    T.func_attr({"tir.noalias": T.bool(True), "x": T.bool( False )})\nb = T.bool(True)'
+    )
+    out = t.source.splitlines()
+    assert out[0] == '    T.func_attr({"tirx.noalias": True, "x": False})'
+    assert out[1] == "b = T.bool(True)"
+    assert t.original_column(1, out[0].index('"x"') + 1) == t.original.index('"x"') + 1

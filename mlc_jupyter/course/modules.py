@@ -15,8 +15,13 @@ from ..compilation import build_module, device_for
 from ..compilation.cached_build import Built
 from ..compilation.call import call_arguments, compiled_symbol, prepare, relax_vm
 from ..compilation.source import generated_source
+from ..errors import CallError
 from .nd import as_tensors, require_device
 from .timer import OLD_DEFAULTS, evaluator
+
+#: The old runtime's name for the entry of a build: the function of a one-function build (the
+#: concept blog times ``rt_lib.time_evaluator("__tvm_main__", dev)``).
+OLD_ENTRY = "__tvm_main__"
 
 
 def build(mod: Any, target: Any = None, pipeline: Any = None, **kwargs: Any) -> CourseModule:
@@ -43,10 +48,26 @@ class CourseModule:
 
     def __getitem__(self, name: str) -> Any:
         """The function ``name``: checked arguments, TVM tensors or NumPy arrays, in place."""
-        return self.built[name]
+        return self.built[self.entry(name)]
 
     def get_function(self, name: str, *args: Any) -> Any:
-        return self.built[name]
+        return self.built[self.entry(name)]
+
+    def entry(self, name: str) -> str:
+        """``name``, with the old ``"__tvm_main__"`` read as the build's only function (or its
+        ``main``)."""
+        if name != OLD_ENTRY:
+            return name
+        functions = self.built.functions
+        if len(functions) == 1:
+            return functions[0]
+        if "main" in functions:
+            return "main"
+        raise CallError(
+            f'"{OLD_ENTRY}" names the entry of a build of one function; this build has '
+            f"{', '.join(functions)}",
+            hint=f'name the function: rt_lib.time_evaluator("{functions[0]}", tvm.cpu())',
+        )
 
     def time_evaluator(
         self,
@@ -60,6 +81,7 @@ class CourseModule:
         """TVM's timer of ``func_name``, run on the arguments it is called with (outputs are
         written, as in the book): see :mod:`.timer`. A Relax build is timed through its VM."""
         require_device(dev, f"time_evaluator({func_name!r})")
+        func_name = self.entry(func_name)
         built = self.built
         sig = prepare(built, func_name)
         device = dev if dev is not None else device_for(built.target)

@@ -402,3 +402,29 @@ def test_a_schedule_made_by_the_books_functions_shows_their_names_in_mlc_trace(s
         assert "sch.reorder(l1, l6, l3, l7)" in texts
     finally:
         shell.run_line_magic("mlc_course", "on")
+
+
+def test_a_module_with_t_bool_function_attributes_builds_and_keeps_noalias(shell):
+    """The concept blog's hand-edited module says ``"tir.noalias": T.bool(True)``, as its TVM
+    printed it: it builds, and LLVM gets noalias."""
+    shell.run_cell_magic(
+        "tir",
+        "--quiet",
+        "from tvm.script import tir as T\n"
+        "@T.prim_func\n"
+        'def double(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):\n'
+        '    T.func_attr({"tir.noalias": T.bool(True)})\n'
+        "    for i in range(8):\n"
+        '        with T.block("B"):\n'
+        "            vi = T.axis.spatial(8, i)\n"
+        "            B[vi] = A[vi] * T.float32(2)\n",
+    )
+    result, _ = _run(
+        shell,
+        'import numpy as np\nimport tvm\nrt_lib = tvm.build(double, target="llvm")\n'
+        "a = np.arange(8, dtype='float32')\nb = np.empty(8, dtype='float32')\n"
+        'rt_lib["__tvm_main__"](a, b)\n',
+    )
+    assert result.success, result.error_in_exec
+    assert bool(shell.user_ns["double"].attrs["tirx.noalias"])
+    np.testing.assert_array_equal(shell.user_ns["b"], np.arange(8) * 2)

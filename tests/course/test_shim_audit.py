@@ -170,6 +170,25 @@ def test_time_evaluator_runs_on_the_callers_arrays_with_the_old_numbers(shell, n
     assert printed.count("note: 1 sample of 10 calls") == 1 and "%mlc_time calibrates" in printed
 
 
+def test_tvm_main_names_the_only_function_of_a_build(shell, ns):
+    ns, _ = _run(
+        shell,
+        'lib = tvm.build(matmul, target="llvm")\na_nd = tvm.nd.array(a_np)\n'
+        'b_nd = tvm.nd.array(b_np)\nc_nd = tvm.nd.empty((16, 16), dtype="float32")\n'
+        'res = lib.time_evaluator("__tvm_main__", tvm.cpu(), number=2)(a_nd, b_nd, c_nd)\n'
+        'd_nd = tvm.nd.empty((16, 16), dtype="float32")\nlib["__tvm_main__"](a_nd, b_nd, d_nd)\n'
+        "both = tvm.IRModule({'f': matmul, 'g': matmul.with_attr('global_symbol', 'g')})\n"
+        'two = tvm.build(both, target="llvm")\n',
+    )
+    expected = ns["a_np"] @ ns["b_np"]
+    np.testing.assert_allclose(ns["c_nd"].numpy(), expected, rtol=1e-5)
+    np.testing.assert_allclose(ns["d_nd"].numpy(), expected, rtol=1e-5)
+    assert len(ns["res"].results) == 1 and ns["res"].number == 2
+    with capture_output() as captured:
+        shell.run_cell('two.time_evaluator("__tvm_main__", tvm.cpu())', store_history=True)
+    assert "CallError" in captured.stdout and "this build has f, g" in captured.stdout
+
+
 def test_time_evaluator_of_a_gpu_device_without_a_gpu_says_no_gpu(shell, ns):
     with capture_output() as captured:
         shell.run_cell(
