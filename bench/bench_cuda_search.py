@@ -102,9 +102,9 @@ def configuration(name: str, mod, target, trials: int) -> dict:
     """The space, strategy, threads and round size of ``name`` (see the module docstring)."""
     from mlc_jupyter.compilation.intrinsics import load_tensor_intrinsics
     from mlc_jupyter.tune.kernel import default_per_iter
-    from mlc_jupyter.tune.spaces import choose_spaces
-    from mlc_jupyter.tune.strategy import RandomFirstRound
-    from mlc_jupyter.tune.threads import host_cores
+    from mlc_jupyter.tune.search.strategy import RandomFirstRound
+    from mlc_jupyter.tune.search.threads import host_cores
+    from mlc_jupyter.tune.spaces.choice import choose_spaces
 
     if name == "ours":
         spaces = choose_spaces([mod], target, "default")
@@ -169,8 +169,8 @@ def compile_times(size: int, dtype: str, samples: int) -> dict[str, list[float]]
 
     from mlc_jupyter.compilation.device_code import find_nvcc
     from mlc_jupyter.compilation.intrinsics import load_tensor_intrinsics
-    from mlc_jupyter.tune.candidate_builder import build_candidate
-    from mlc_jupyter.tune.spaces import choose_spaces
+    from mlc_jupyter.tune.search.candidate_builder import build_candidate
+    from mlc_jupyter.tune.spaces.choice import choose_spaces
     from mlc_jupyter.tvm_compat import metaschedule, tvm
 
     ms = metaschedule()

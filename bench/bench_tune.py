@@ -162,7 +162,7 @@ def in_turns(n: int, relu: bool, mods: dict, rounds: int = 7) -> dict:
     from mlc_jupyter.measure.machine import peak_sampler
     from mlc_jupyter.measure.timer import SETTLE_S
     from mlc_jupyter.tune.options import tuning_target
-    from mlc_jupyter.tune.threads import on_measure_thread, target_cores
+    from mlc_jupyter.tune.search.threads import on_measure_thread, target_cores
     from mlc_jupyter.tune.timing import KernelSamplers
     from mlc_jupyter.tune.timing import in_turns as turns
 

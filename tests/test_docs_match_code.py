@@ -108,7 +108,7 @@ def _missing_paths(text: str) -> list[str]:
     """``line N: path`` for each path ``text`` names that is not in the repository.
 
     A bare name in a layout row is looked up in the row's folder; any other path from the
-    repository root, ``mlc_jupyter/`` or ``tests/``. Patterns (``test_<module>.py``) and
+    repository root, ``mlc_jupyter/`` or ``tests/`` (in a layout row, also from the row's folder). Patterns (``test_<module>.py``) and
     generated folders the repository ignores (``.gitignore``) are not paths to check.
     """
     ignored = set((REPO / ".gitignore").read_text().split())
@@ -122,6 +122,7 @@ def _missing_paths(text: str) -> list[str]:
                 bases = [REPO / row.group(1)]
             else:
                 bases = [REPO, REPO / "mlc_jupyter", REPO / "tests"]
+                bases += [REPO / row.group(1)] if row else []  # a subfolder's file: `search/x.py`
             inside = not name.startswith(("../", "/"))
             if not (inside and any((base / name).exists() for base in bases)):
                 where = "outside the repository" if not inside else "no such file"
@@ -142,11 +143,13 @@ def test_the_path_check_catches_a_planted_stale_path():
     """Positive control: a moved module, a file outside the repo and a bare name in a row."""
     planted = (
         "See `../shared/design/architecture.md` and `tune/driver.py`.\n"
-        "| `mlc_jupyter/tune/` | the driver (`driver.py`), the budget (`budget.py`) | |\n"
+        "| `mlc_jupyter/tune/` | the driver (`driver.py`), the budget (`budget.py`), "
+        "the runner (`search/runner.py`, not `search/driver.py`) | |\n"
         "Patterns such as `tests/<package>/test_<module>.py` and `test-output/` are not paths.\n"
     )
     assert _missing_paths(planted) == [
         "line 1: ../shared/design/architecture.md (outside the repository)",
         "line 1: tune/driver.py (no such file)",
         "line 2: driver.py (no such file)",
+        "line 2: search/driver.py (no such file)",
     ]

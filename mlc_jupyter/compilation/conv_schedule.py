@@ -23,7 +23,7 @@ TensorIR's primitives (the GotoBLAS micro-kernel, applied to a convolution):
 
 ``mr``, ``nv`` and the unrolled reduction are sampling decisions (``sample_categorical``,
 ``sample_perfect_tile``): :func:`schedule_window` with ``decisions`` picks them by rule (the
-default build), without it MetaSchedule samples them (the tuning space, ``tune/conv_space.py``).
+default build), without it MetaSchedule samples them (the tuning space, ``tune/spaces/conv.py``).
 The rule: the largest tile whose accumulators, ``nv`` weight vectors and one broadcast fit the
 vector registers, at most :data:`MAX_VECTORS` vectors wide, ties to the wider one.
 

@@ -20,7 +20,7 @@ from .options import SearchOptions
 from .records import Record, top_records
 from .report import ModelTask, TuneProgress, TuneResult
 from .rpc import list_devices
-from .spaces import SPACE_NAMES
+from .spaces.choice import SPACE_NAMES
 from .tasks import is_relax_model
 
 __all__ = [
@@ -58,7 +58,7 @@ def tune(
     (``"10m"``, or seconds), or by default for at most :data:`~.budget.DEFAULT_TIME_S` or until
     the search has converged (:mod:`.budget`).
 
-    ``space`` is ``"default"`` (the BLIS-like :mod:`.matmul_space` for matmul-like CPU kernels,
+    ``space`` is ``"default"`` (the BLIS-like :mod:`.spaces.matmul` for matmul-like CPU kernels,
     MetaSchedule's default space for the rest), ``"metaschedule"``, ``"matmul"`` or a schedule
     function. The work dir's JSON database is the truth: a second call with the same workload and
     work dir measures only the trials still missing (``fresh=True`` starts over). Ctrl-C, or a

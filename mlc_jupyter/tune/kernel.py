@@ -2,8 +2,8 @@
 in-process workers and a database that resumes.
 
 The search (space, XGBoost cost model, evolutionary search, gradient task scheduler) is
-MetaSchedule's own, after a first round sampled at random (:mod:`.strategy`); only the workers (:mod:`.candidate_builder`, :mod:`.runner`), the record keeping
-(:mod:`.callback`, :mod:`.records`) and the choice of the result (:mod:`.selection`) are ours.
+MetaSchedule's own, after a first round sampled at random (:mod:`.search.strategy`); only the workers (:mod:`.search.candidate_builder`, :mod:`.search.runner`), the record keeping
+(:mod:`.search.callback`, :mod:`.records`) and the choice of the result (:mod:`.selection`) are ours.
 :func:`tune_kernel` runs in named steps: prepare the run, set up the shared state, search,
 report. Whole models are tuned kernel by kernel with it (:mod:`.whole_model`); users call
 :func:`mlc_jupyter.tune.tune`, which picks between the two.
@@ -41,17 +41,18 @@ from ..tvm_compat import (
     var_dtype,
 )
 from .budget import Budget
-from .callback import RecordAndReport
-from .candidate_builder import InProcessBuilder
 from .options import SearchOptions, tuning_target, work_dir_for
 from .records import Measured, create_database, measured_before
 from .report import TuneResult
 from .rpc import RPCSpec, make_rpc_runner, rpc_for
-from .run_state import Shared
-from .runner import InProcessRunner
+from .search.callback import RecordAndReport
+from .search.candidate_builder import InProcessBuilder
+from .search.run_state import Shared
+from .search.runner import InProcessRunner
+from .search.strategy import RandomFirstRound
+from .search.threads import host_cores, target_cores, unpin_this_thread
 from .selection import Best, best_schedules
-from .spaces import Spaces, choose_spaces
-from .strategy import RandomFirstRound
+from .spaces.choice import Spaces, choose_spaces
 from .tasks import (
     Tasks,
     assemble_tir,
@@ -60,7 +61,6 @@ from .tasks import (
     scalar_params,
     with_scalars_kept,
 )
-from .threads import host_cores, target_cores, unpin_this_thread
 from .timing import baseline_timing, clearly_faster, compare_in_turns, final_timing, time_remote
 
 LOG_NAME = "tune.log"

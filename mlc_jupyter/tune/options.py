@@ -24,7 +24,7 @@ class SearchOptions:
     """How a kernel's search runs; a whole model's kernels all share one (see :func:`.tune`).
 
     ``per_iter`` candidates a round (``None``: :func:`.kernel.default_per_iter`), the search's
-    ``seed``, its ``space`` (:mod:`.spaces`), ``rpc`` (``HOST:PORT:KEY`` of the devices that
+    ``seed``, its ``space`` (:mod:`.spaces.choice`), ``rpc`` (``HOST:PORT:KEY`` of the devices that
     measure) and ``on_progress``, which hears every round.
     """
 

@@ -27,7 +27,7 @@ from ..errors import MLCError
 from ..measure import Sampling, time_module
 from ..measure.inputs import random_inputs
 from ..measure.turns import Sampler, in_turns
-from .threads import on_measure_thread, target_cores
+from .search.threads import on_measure_thread, target_cores
 
 __all__ = [
     "COMPARE_ROUNDS",

@@ -63,7 +63,7 @@ from .model_plan import (
 from .options import SearchOptions, tuning_target, work_dir_for
 from .records import create_database, write_kernel_dirs
 from .report import ModelTask, TuneResult
-from .spaces import choose_spaces
+from .spaces.choice import choose_spaces
 from .timing import KernelSamplers, clearly_faster, compare_in_turns, in_turns
 
 #: Where a work dir's kernels keep their databases under a work dir the user gave.

@@ -148,9 +148,9 @@ def test_metaschedules_cuda_candidates_are_built_for_the_gpu_and_the_server_says
     GPU, which answers with its reason instead of a hang."""
     from mlc_jupyter.compilation import resolve_target
     from mlc_jupyter.compilation.intrinsics import load_tensor_intrinsics
-    from mlc_jupyter.tune.candidate_builder import InProcessBuilder
     from mlc_jupyter.tune.rpc import make_rpc_runner
-    from mlc_jupyter.tune.run_state import Shared
+    from mlc_jupyter.tune.search.candidate_builder import InProcessBuilder
+    from mlc_jupyter.tune.search.run_state import Shared
     from mlc_jupyter.tune.tasks import collect_tasks
     from mlc_jupyter.tvm_compat import metaschedule
 

@@ -160,7 +160,7 @@ def test_candidates_are_timed_on_as_many_threads_as_the_target_has_cores():
     import tvm
 
     from mlc_jupyter.tune.options import tuning_target
-    from mlc_jupyter.tune.threads import on_measure_thread, target_cores
+    from mlc_jupyter.tune.search.threads import on_measure_thread, target_cores
 
     # TVM's own default is half the logical CPUs (one thread on a 2-core machine)
     target = tuning_target("llvm -num-cores=2")
@@ -174,7 +174,7 @@ def test_candidates_are_timed_on_as_many_threads_as_the_target_has_cores():
 
 def test_each_search_space_gets_its_own_default_database():
     from mlc_jupyter.tune.options import tuning_target, work_dir_for
-    from mlc_jupyter.tune.spaces import choose_spaces
+    from mlc_jupyter.tune.spaces.choice import choose_spaces
     from mlc_jupyter.tune.tasks import collect_tasks
 
     def tile_j(sch):

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ..measure.inputs import random_array
-from ..tvm_compat import derived_object, metaschedule, tensor
+from ...measure.inputs import random_array
+from ...tvm_compat import derived_object, metaschedule, tensor
 from .candidate_builder import Pending, compile_all
 from .policy import BRIEF_BUDGET_S, measure
 from .run_state import BUILD_FAILED, INTERRUPTED, KNOWN_PREFIX, Shared

@@ -5,7 +5,7 @@ The default build schedules every kernel whose single reduction writes an NHWC t
 :mod:`mlc_jupyter.compilation.conv_schedule`: output channels in vector registers, a row of pixels
 blocked, the epilogue fused into the write-back, the weights packed by ``RewriteLayout`` in the
 order the tile reads them. This space is that structure with its sizes left to MetaSchedule, the
-way :mod:`.matmul_space` does for matmul:
+way :mod:`.matmul` does for matmul:
 
 * the row block ``mr`` and the channel vectors ``nv`` (``sample_categorical`` over the divisors of
   the width and of the channel vectors), and the unrolled run of the innermost reduction loop
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..compilation.conv_schedule import (
+from ...compilation.conv_schedule import (
     ORDERS,
     NotWindow,
     VectorUnit,
@@ -32,7 +32,7 @@ from ..compilation.conv_schedule import (
     schedule_window,
     vector_unit,
 )
-from ..tvm_compat import Schedule, derived_object, metaschedule
+from ...tvm_compat import Schedule, derived_object, metaschedule
 
 
 def design_spaces(unit: VectorUnit) -> Any:

@@ -16,8 +16,8 @@ import traceback
 from concurrent.futures import Future, wait
 from typing import Any
 
-from ..tvm_compat import compile as compile_module
-from ..tvm_compat import (
+from ...tvm_compat import compile as compile_module
+from ...tvm_compat import (
     derived_object,
     metaschedule,
     remove_weight_layout_rewrite,

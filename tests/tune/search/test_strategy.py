@@ -37,8 +37,8 @@ def matmul(n: int, dtype: str = "float32"):
 def context(mod, target, strategy, space=None):
     """A tuning task as ``%mlc_tune`` makes it: the default space, every host core."""
     from mlc_jupyter.compilation.intrinsics import load_tensor_intrinsics
-    from mlc_jupyter.tune.spaces import choose_spaces
-    from mlc_jupyter.tune.threads import host_cores
+    from mlc_jupyter.tune.search.threads import host_cores
+    from mlc_jupyter.tune.spaces.choice import choose_spaces
 
     ms = metaschedule()
     if space is None:
@@ -53,7 +53,7 @@ def context(mod, target, strategy, space=None):
 
 def cuda_source(candidate, target) -> str:
     """The CUDA C++ of a candidate, compiled as the tuner's builder compiles it (no device)."""
-    from mlc_jupyter.tune.candidate_builder import build_candidate
+    from mlc_jupyter.tune.search.candidate_builder import build_candidate
 
     rt_mod = build_candidate(candidate.sch.mod, target)
     rt_mod = getattr(rt_mod, "mod", rt_mod)
@@ -61,7 +61,7 @@ def cuda_source(candidate, target) -> str:
 
 
 def test_the_first_cuda_rounds_are_a_small_one_then_a_full_batch_sampled_without_evolving():
-    from mlc_jupyter.tune.strategy import FIRST_ROUND, RandomFirstRound
+    from mlc_jupyter.tune.search.strategy import FIRST_ROUND, RandomFirstRound
 
     ms = metaschedule()
     target = cuda_target()
@@ -88,7 +88,7 @@ def test_the_first_cuda_rounds_are_a_small_one_then_a_full_batch_sampled_without
 
 
 def test_a_task_with_records_skips_the_random_rounds():
-    from mlc_jupyter.tune.strategy import RandomFirstRound, plan_rounds
+    from mlc_jupyter.tune.search.strategy import RandomFirstRound, plan_rounds
 
     ms = metaschedule()
     target = cuda_target()
@@ -121,7 +121,7 @@ def test_a_task_with_records_skips_the_random_rounds():
 
 def test_a_cuda_search_uses_every_host_core_and_full_rounds():
     from mlc_jupyter.tune.kernel import MAX_PER_ITER, default_per_iter
-    from mlc_jupyter.tune.threads import host_cores
+    from mlc_jupyter.tune.search.threads import host_cores
 
     assert host_cores(cuda_target()) == (os.cpu_count() or 1)  # a GPU's num-cores is no limit
     assert host_cores(tvm().target.Target({"kind": "llvm", "num-cores": 1})) == 1
@@ -148,7 +148,7 @@ def test_candidates_compile_with_nvrtc_when_cuda_bindings_is_installed_else_nvcc
 
 
 def test_fp16_cuda_kernels_search_the_tensor_core_space():
-    from mlc_jupyter.tune.spaces import TENSOR_CORE_SPACE_KEY, choose_spaces
+    from mlc_jupyter.tune.spaces.choice import TENSOR_CORE_SPACE_KEY, choose_spaces
 
     turing = cuda_target(arch="sm_75")  # MetaSchedule picks tensor-core rules from sm_80 only
     chosen = choose_spaces([matmul(256, "float16")], turing, "default")
@@ -193,7 +193,7 @@ def test_a_tune_hands_its_first_small_round_to_the_builder_before_any_other(tmp_
     from build_support import matmul as te_matmul
 
     from mlc_jupyter.tune import tune
-    from mlc_jupyter.tune.strategy import FIRST_ROUND
+    from mlc_jupyter.tune.search.strategy import FIRST_ROUND
 
     result = tune(te_matmul(64), trials=16, per_iter=16, work_dir=tmp_path, seed=0,
                   baseline=False)  # fmt: skip

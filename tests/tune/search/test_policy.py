@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mlc_jupyter.tune import policy
-from mlc_jupyter.tune.policy import measure
+from mlc_jupyter.tune.search import policy
+from mlc_jupyter.tune.search.policy import measure
 
 
 class FakeClock:

@@ -36,9 +36,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..compilation.conv_schedule import VectorUnit, vector_unit
-from ..compilation.default_schedule import LAYOUT_FREE_ATTR
-from ..tvm_compat import (
+from ...compilation.conv_schedule import VectorUnit, vector_unit
+from ...compilation.default_schedule import LAYOUT_FREE_ATTR
+from ...tvm_compat import (
     Schedule,
     buffer_load,
     derived_object,

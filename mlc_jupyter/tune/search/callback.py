@@ -16,9 +16,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..tvm_compat import derived_object, metaschedule
-from .budget import Budget, has_converged, next_round_fits
-from .report import TuneProgress
+from ...tvm_compat import derived_object, metaschedule
+from ..budget import Budget, has_converged, next_round_fits
+from ..report import TuneProgress
 from .run_state import BUILD_FAILED, INTERRUPTED, KNOWN_PREFIX, Shared, StopTuning
 
 ms = metaschedule()

@@ -12,14 +12,14 @@ from mlc_jupyter.compilation.conv_schedule import ORDERS, schedule_window, vecto
 from mlc_jupyter.compilation.default_schedule import legalize_and_fuse
 from mlc_jupyter.errors import TuneError
 from mlc_jupyter.models import import_model
-from mlc_jupyter.tune.conv_space import (
+from mlc_jupyter.tune.options import tuning_target
+from mlc_jupyter.tune.spaces.choice import CONV_SPACE_KEY, choose_spaces
+from mlc_jupyter.tune.spaces.conv import (
     TileFitsRegisters,
     is_window_like,
     space_generator,
     tile,
 )
-from mlc_jupyter.tune.options import tuning_target
-from mlc_jupyter.tune.spaces import CONV_SPACE_KEY, choose_spaces
 from mlc_jupyter.tvm_compat import Schedule, metaschedule, param_buffers, prim_func_type, tvm
 
 

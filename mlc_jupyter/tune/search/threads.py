@@ -14,7 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..tvm_compat import config_thread_pool, use_all_cores
+from ...tvm_compat import config_thread_pool, use_all_cores
 
 _MEASURERS: dict[int, ThreadPoolExecutor] = {}
 _COMPILERS: dict[int, ThreadPoolExecutor] = {}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mlc_jupyter.tune.matmul_space import (
+from mlc_jupyter.tune.options import tuning_target
+from mlc_jupyter.tune.spaces.matmul import (
     VARIANTS,
     FitsRegisters,
     accumulators,
@@ -14,7 +15,6 @@ from mlc_jupyter.tune.matmul_space import (
     space_generator,
     vector_unit,
 )
-from mlc_jupyter.tune.options import tuning_target
 from mlc_jupyter.tvm_compat import Schedule, tvm
 
 

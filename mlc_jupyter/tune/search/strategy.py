@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tvm_compat import derived_object, metaschedule
+from ...tvm_compat import derived_object, metaschedule
 
 ms = metaschedule()
 

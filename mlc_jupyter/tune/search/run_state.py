@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import error_reason
+from ...errors import error_reason
 
 #: Prefix of the in-memory "artifact paths" the builder hands to the runner.
 MEMORY_PREFIX = "mlc-memory:"

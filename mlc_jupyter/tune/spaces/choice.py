@@ -1,8 +1,8 @@
 """Which design space each tuning task searches.
 
-``--space default`` gives matmul-like CPU kernels the BLIS-like space of :mod:`.matmul_space`
+``--space default`` gives matmul-like CPU kernels the BLIS-like space of :mod:`.matmul`
 (packed operands, register-blocked micro-kernel), NHWC convolutions, pooling and means on CPUs
-the direct-convolution space of :mod:`.conv_space`, CUDA kernels on fp16 data MetaSchedule's
+the direct-convolution space of :mod:`.conv`, CUDA kernels on fp16 data MetaSchedule's
 tensor-core space (its wmma/mma tiling rules and postprocessors, which it picks by itself only
 for ``sm_80`` and newer), other CUDA kernels MetaSchedule's CUDA rules without the tensor-core
 ones (the same space for them, without the seconds of registering tensor intrinsics before the
@@ -19,10 +19,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..compilation.intrinsics import load_tensor_intrinsics
-from ..errors import TuneError
-from ..measure.timer import argument_dtypes
-from ..tvm_compat import metaschedule
+from ...compilation.intrinsics import load_tensor_intrinsics
+from ...errors import TuneError
+from ...measure.timer import argument_dtypes
+from ...tvm_compat import metaschedule
 
 #: What ``--space`` takes besides the name of a schedule function.
 SPACE_NAMES = ("default", "metaschedule", "matmul", "conv")
@@ -70,7 +70,7 @@ def _matmul_space(mod: Any, target: Any) -> Any | None:
     """The matmul space for ``mod`` on ``target``, or ``None`` when it does not apply."""
     if str(target.kind.name) != "llvm":
         return None
-    from .matmul_space import is_matmul_like, space_generator  # deferred: imports TVM
+    from .matmul import is_matmul_like, space_generator  # deferred: imports TVM
 
     return space_generator(mod, target) if is_matmul_like(mod, target) else None
 
@@ -79,7 +79,7 @@ def _conv_space(mod: Any, target: Any) -> Any | None:
     """The direct-convolution space for ``mod`` on ``target``, or ``None`` when it does not apply."""
     if str(target.kind.name) != "llvm":
         return None
-    from .conv_space import is_window_like, space_generator  # deferred: imports TVM
+    from .conv import is_window_like, space_generator  # deferred: imports TVM
 
     return space_generator(mod, target) if is_window_like(mod, target) else None
 

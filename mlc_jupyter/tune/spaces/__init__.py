@@ -1,0 +1,4 @@
+"""The design spaces the tuner searches, as TVM groups its ``space_generator/``,
+``schedule_rule/`` and ``postproc/``: which space each task gets (``choice.py``), the BLIS-like
+matmul space (``matmul.py``) and the direct-convolution space (``conv.py``).
+"""
