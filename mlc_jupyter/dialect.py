@@ -11,8 +11,8 @@ in the translated text maps back to the column the user typed
 A rule has a plain 0.27 rewrite (``modern``) and, for ordinary Python cells, may route the name to
 a course shim instead (``shim``, a name of :mod:`mlc_jupyter.course`, reached as ``mlc_course``)
 where the old *behaviour* is gone too (``tvm.build`` results with ``time_evaluator``, tuning that
-returns what the book expects). A ``gone`` rule has no replacement: the cell is refused with the
-0.27 way to do it. The README's table is :func:`table_markdown` (``python -m mlc_jupyter.dialect``).
+returns what the book expects). A ``gone`` rule has no replacement: in a Python cell the spelling is
+left as typed, and where it fails the error names the 0.27 way to do it. The README's table is :func:`table_markdown` (``python -m mlc_jupyter.dialect``).
 """
 
 from __future__ import annotations
@@ -559,7 +559,7 @@ def table_markdown() -> str:
     ]
     for rule in RULES:
         if rule.gone:
-            python = "refused, with the 0.27 way"
+            python = "fails where it runs, naming the 0.27 way"
         elif rule.shim is not None:
             python = f"course shim `{_shim_text(rule)}`"
         else:

@@ -1,10 +1,13 @@
 """Ordinary code cells in the course's spelling: translate them, and place their failures.
 
 The IPython wiring is in :mod:`mlc_jupyter.magics.course`; this module is plain Python. A cell is
-translated with the shared rule table (:func:`mlc_jupyter.dialect.translate`, shims on); a course
-spelling with no 0.27 equivalent or a syntax error is refused before the cell runs, located at
-the line and column the user typed; a failure inside TVM while the cell runs becomes a short
-:class:`~mlc_jupyter.errors.CellRaised` at the cell line that called into TVM. A failure on one of
+translated with the shared rule table (:func:`mlc_jupyter.dialect.translate`, shims on); a syntax
+error is refused before the cell runs, located at the line and column the user typed. A course
+spelling with no 0.27 equivalent (Relay) is left as typed: the cell runs up to it, as Python would
+(its imports and definitions stay for the next cells), and the failure there becomes a
+:class:`~mlc_jupyter.errors.GoneError` at that spelling that names the 0.27 way. A failure inside
+TVM while the cell runs becomes a short :class:`~mlc_jupyter.errors.CellRaised` at the cell line
+that called into TVM. A failure on one of
 the printed book's known errata (:mod:`mlc_jupyter.errata`) says so and shows the corrected line.
 """
 
@@ -27,25 +30,16 @@ _NO_GPU = ("Device API cuda is not enabled", "no CUDA-capable device", "CUDA_ERR
 def translate_cell(text: str) -> Translation:
     """Translate a cell for course mode; refuse what cannot run, located as typed.
 
+    Spellings TVM 0.27 no longer has are left in place (``translation.gone``): the cell runs up
+    to them and :func:`locate_failure` names the replacement where they fail.
+
     Raises
     ------
-    GoneError
-        For a course spelling that TVM 0.27 no longer has (the message names the replacement).
     TVMScriptError
         For a syntax error (a cell that IPython could not compile either).
     """
     translation = translate(text, shims=True)
     locate = Locator(translation, "<cell>", 1, "cell")
-    if translation.gone:
-        gone = translation.gone[0]
-        raise locate.error(
-            f"{gone.text} is gone in TVM 0.27",
-            gone.line,
-            gone.column,
-            hint=gone.rule.gone,
-            span=len(gone.text),
-            cls=GoneError,
-        )
     try:
         compile(
             translation.source, "<cell>", "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
@@ -80,6 +74,9 @@ def locate_failure(err: BaseException, filename: str, translation: Translation) 
     """
     if isinstance(err, CellError):
         return None  # already located (a magic's cell error)
+    gone = gone_failure(err, filename, translation)
+    if gone is not None:
+        return gone
     text = str(err)
     locate = Locator(translation, filename, 1, "cell")
     located = locate.from_exception(err, "python")
@@ -122,6 +119,27 @@ def locate_failure(err: BaseException, filename: str, translation: Translation) 
         source_line=located.source_line,
         hint=hint,
         span=located.span,
+    )
+
+
+def gone_failure(err: BaseException, filename: str, translation: Translation) -> GoneError | None:
+    """A :class:`GoneError` when ``err`` was raised by a cell line that uses a spelling TVM 0.27
+    no longer has (``from tvm import relay`` fails with Python's ImportError there), at that
+    spelling as typed; ``None`` otherwise."""
+    lines = [f.lineno for f in traceback.extract_tb(err.__traceback__) if f.filename == filename]
+    if not lines or not translation.gone:
+        return None
+    found = [g for g in translation.gone if g.line == lines[-1]]
+    if not found:
+        return None
+    gone = found[0]
+    return GoneError(
+        f"{gone.text} is gone in TVM 0.27",
+        line=gone.line,
+        column=gone.column,
+        source_line=translation.original_line(gone.line),
+        hint=gone.rule.gone,
+        span=len(gone.text),
     )
 
 

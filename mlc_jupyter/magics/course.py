@@ -59,7 +59,7 @@ class CourseMode:
             self.last = translation
         self.shell.user_ns[COURSE_NAME] = course_shims
         origins.remember_python_cell(translation, f"In [{self.shell.execution_count}]")
-        if translation.changed:
+        if translation.changed or translation.gone:
             self.cells[_key(translation.source)] = translation
             while len(self.cells) > _REMEMBERED:
                 self.cells.popitem(last=False)

@@ -100,3 +100,26 @@ def cuda_source(mod: Any) -> str:
     # An explicit arch: without a GPU there is no device to ask for one.
     lib = build(mod, tvm.target.Target({"kind": "cuda", "arch": "sm_80"}))
     return "\n".join(m.inspect_source() for m in lib.mod.imports if m.kind == "cuda")
+
+
+COURSE = Path(__file__).resolve().parents[3] / "shared" / "course"
+
+
+def seed_cells(prefix: str) -> dict[int, str]:
+    """The Python code fences of the course seed ``shared/course/<prefix>_*.txt``, by the line of
+    their opening fence (skips the test when the course material is not beside this checkout)."""
+    import pytest
+
+    found = sorted(COURSE.glob(f"{prefix}_*.txt"))
+    if not found:
+        pytest.skip(f"the course seed {prefix}_* (shared/course) is not beside this checkout")
+    lines = found[0].read_text(encoding="utf-8", errors="replace").split("\n")
+    cells: dict[int, str] = {}
+    start = None
+    for number, line in enumerate(lines, start=1):
+        if start is None and line.strip() == "```python":
+            start = number
+        elif start is not None and line.strip() == "```":
+            cells[start] = "\n".join(lines[start : number - 1]) + "\n"
+            start = None
+    return cells

@@ -13,7 +13,7 @@ from course_support import listing, run_listing
 from IPython.utils.capture import capture_output
 
 from mlc_jupyter.compilation.cached_build import Built
-from mlc_jupyter.errors import CellRaised, GoneError, LoopExtentError, TVMScriptError
+from mlc_jupyter.errors import CellRaised, LoopExtentError, TVMScriptError
 
 
 def _run(shell, text: str):
@@ -95,11 +95,26 @@ def test_a_gpu_array_without_a_gpu_says_so_at_the_users_column(shell):
     assert "x = tvm.nd.array(np.zeros(4), tvm.cuda(0))" in captured.stdout
 
 
-def test_a_gone_spelling_is_refused_with_the_027_replacement(shell):
-    result, captured = _run(shell, "import tvm\nfrom tvm import relay\n")
-    assert isinstance(result.error_before_exec, GoneError)
-    assert "line 2, column 1: from tvm import relay is gone in TVM 0.27" in captured.stdout
-    assert "relax.frontend" in captured.stdout
+def test_a_gone_spelling_fails_at_its_line_with_the_027_replacement(shell):
+    """The cell runs up to the gone statement, as Python would: what came before it exists."""
+    result, captured = _run(
+        shell, "import tvm\nimport numpy as np\nx = 1\nfrom tvm import relay\ny = 2\n"
+    )
+    assert isinstance(result.error_in_exec, ImportError)
+    assert "GoneError: line 4, column 1: from tvm import relay is gone in TVM 0.27" in (
+        captured.stdout
+    )
+    assert "relax.frontend" in captured.stdout and "Traceback" not in captured.stdout
+    assert shell.user_ns["x"] == 1 and "np" in shell.user_ns and "y" not in shell.user_ns
+
+
+def test_a_gone_spelling_in_a_function_fails_only_when_called_and_at_its_column(shell):
+    result, _ = _run(shell, "import tvm\ndef f(mod):\n    return tvm.relay.build(mod)\n")
+    assert result.success
+    result, captured = _run(shell, "f(None)")
+    assert isinstance(result.error_in_exec, AttributeError)
+    assert "GoneError: line 3, column 12: tvm.relay is gone in TVM 0.27" in captured.stdout
+    assert "    return tvm.relay.build(mod)" in captured.stdout
 
 
 def test_a_syntax_error_is_placed_at_the_column_the_user_typed(shell):
