@@ -51,9 +51,12 @@ def messages_bundle(groups: dict[str, list[str]], opened: bool = False) -> dict[
         html.escape(message) for messages in groups.values() for message in _counted(messages)
     )
     state = " open" if opened else ""
+    # text has no fold: the summary line alone, unless the magic failed (then they may say why)
+    plain = messages_text(groups) if opened else summary(groups) + " (folded in a notebook)"
     return {
         "text/html": f'<details class="mlc-messages"{state} style="{_BOX}">'
         f"<summary>{html.escape(summary(groups))}</summary>"
-        f'<pre style="margin: 2px 0 0 1em; white-space: pre-wrap">{body}</pre></details>',
-        "text/plain": messages_text(groups),
+        f'<pre style="margin: 2px 0 0 1em; white-space: pre-wrap; word-break: normal; '
+        f'overflow-wrap: normal">{body}</pre></details>',
+        "text/plain": plain,
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import math
 from typing import Any
 
 from ..measure.machine import cached_machine_limits
@@ -17,8 +18,13 @@ _BOX = (
 
 
 def _latency(seconds: float | None) -> str:
+    """``4.35 us``, ``101.5 us``, ``1.064 ms``: three significant digits at least (never 0.0)."""
     if seconds is None:
         return "-"
+    if seconds < 1e-6:
+        return f"{seconds * 1e6:.2g} us"
+    if seconds < 1e-5:
+        return f"{seconds * 1e6:#.3g} us"
     if seconds < 1e-3:
         return f"{seconds * 1e6:.1f} us"
     if seconds < 1:
@@ -36,56 +42,146 @@ def _duration(seconds: float | None) -> str:
 #: Colours of the curves, one per task.
 _CURVE_COLOURS = ("#1976d2", "#e65100", "#2e7d32", "#6a1b9a", "#c62828", "#00838f")
 _INK = "var(--jp-ui-font-color2, #666)"
+#: The narrowest span of a curve's y axis (top over bottom): a 5 % gain stays a small step.
+_MIN_SPAN = 1.6
+#: How far from the curve's best the axis reaches, up and down: a slow first candidate, or a
+#: reference line far away, is cut at the edge (and said in the key) instead of flattening the
+#: curve.
+_REACH_UP, _REACH_DOWN = 20.0, 5.0
+
+
+def _axis_unit(high: float) -> tuple[str, float]:
+    """One unit for every tick of an axis reaching ``high`` seconds."""
+    if high < 1e-3:
+        return "us", 1e6
+    if high < 1:
+        return "ms", 1e3
+    return "s", 1.0
+
+
+def _tick_text(value: float, unit: str, scale: float) -> str:
+    """A tick's label in the axis's unit, two significant digits at least: never ``0.0``."""
+    v = value * scale
+    digits = max(2, 1 + math.floor(math.log10(v))) if v >= 1 else 2
+    return f"{v:.{digits}g} {unit}"
+
+
+def _log_ticks(low: float, high: float) -> list[float]:
+    """Ticks of a log axis from ``low`` to ``high``: 1-2-5 per decade, or every digit when the
+    span is too narrow for two of those."""
+    for steps in ((1, 2, 5), (1, 2, 3, 4, 5, 6, 7, 8, 9)):
+        ticks = [
+            m * 10.0**e
+            for e in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1)
+            for m in steps
+            if low <= m * 10.0**e <= high
+        ]
+        if len(ticks) >= 2:
+            return ticks
+    return [low, high]
+
+
+#: A curve's first point this many times its second is an outlier (a slow first candidate).
+_OUTLIER = 3.0
+
+
+def _robust(curve: tuple[tuple[int, float], ...]) -> list[float]:
+    """A curve's latencies without a first point far above the rest."""
+    values = [lat for _, lat in curve if lat > 0]
+    if len(values) > 1 and values[0] > _OUTLIER * values[1]:
+        return values[1:]
+    return values
+
+
+def _y_range(latencies: list[float], refs: list[float]) -> tuple[float, float]:
+    """A log axis around the curve (and the reference lines within reach of it): from its best
+    down to :data:`_REACH_DOWN` below, up to :data:`_REACH_UP` above, at least
+    :data:`_MIN_SPAN` wide."""
+    best = min(latencies)
+    window = [v for v in latencies + refs if best / _REACH_DOWN <= v <= best * _REACH_UP]
+    low, high = min(window), max(window)
+    if high / low < _MIN_SPAN:
+        middle = math.sqrt(high * low)
+        low, high = middle / math.sqrt(_MIN_SPAN), middle * math.sqrt(_MIN_SPAN)
+    return low / 1.08, high * 1.08
 
 
 def _curve_svg(
-    curves: dict[str, tuple[tuple[int, float], ...]], total: int, peak_s: float | None = None
+    curves: dict[str, tuple[tuple[int, float], ...]],
+    total: int,
+    peak_s: float | None = None,
+    untuned_s: float | None = None,
 ) -> str:
-    """Best latency (y, lower is better) against trials measured (x), one step line per task,
-    with labelled axes and, when known, the latency this machine's peak would give (dashed)."""
-    points = [p for curve in curves.values() for p in curve]
+    """The best candidate's latency as the tuner measured it (y, log axis, lower is better)
+    against trials measured (x), one step line per task; dashed, when known, the latency this
+    machine's peak would give, dotted the kernel before tuning, both named in a key under the
+    chart (never on the curve)."""
+    points = [p for curve in curves.values() for p in curve if p[1] > 0]
     if not points:
         return ""
-    width, height = 360, 150
-    left, right, top, bottom = 64, 10, 10, 30  # room for the tick labels and axis titles
-    plot_w, plot_h = width - left - right, height - top - bottom
-    high = max(lat for _, lat in points)
-    low = min([lat for _, lat in points] + ([peak_s] if peak_s else []))
-    span = (high - low) or high or 1.0
-    high, low = high + 0.05 * span, max(0.0, low - 0.05 * span)
+    refs = [(kind, v) for kind, v in (("peak", peak_s), ("untuned", untuned_s)) if v]
+    width, height = 380, 150 + (14 if refs else 0)
+    left, right, top = 64, 10, 10
+    plot_w, plot_h = width - left - right, 110
+    kept = [lat for curve in curves.values() for lat in _robust(curve)]
+    low, high = _y_range(kept, [v for _, v in refs])
     total = max(total, max(n for n, _ in points), 1)
+    unit, scale = _axis_unit(high)
 
     def x(trial: float) -> float:
         return left + plot_w * trial / total
 
     def y(latency: float) -> float:
-        return top + plot_h * (high - latency) / (high - low or 1.0)
+        latency = min(max(latency, low), high)
+        return top + plot_h * math.log(high / latency) / math.log(high / low)
 
     text = f'font-size="10" fill="{_INK}"'
+    bottom = top + plot_h
     parts = [
-        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" '
-        f'stroke="{_INK}"/><line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" '
+        f'<line x1="{left}" y1="{bottom}" x2="{left + plot_w}" y2="{bottom}" '
+        f'stroke="{_INK}"/><line x1="{left}" y1="{top}" x2="{left}" y2="{bottom}" '
         f'stroke="{_INK}"/>',
-        f'<text x="{left}" y="{top + plot_h + 12}" {text}>0</text>'
-        f'<text x="{left + plot_w}" y="{top + plot_h + 12}" text-anchor="end" {text}>{total}</text>'
-        f'<text x="{left + plot_w / 2}" y="{height - 4}" text-anchor="middle" {text}>'
+        f'<text x="{left}" y="{bottom + 12}" {text}>0</text>'
+        f'<text x="{left + plot_w}" y="{bottom + 12}" text-anchor="end" {text}>{total}</text>'
+        f'<text x="{left + plot_w / 2}" y="{bottom + 24}" text-anchor="middle" {text}>'
         "trials measured</text>",
-        f'<text x="{left - 4}" y="{top + 8}" text-anchor="end" {text}>{_latency(high)}</text>'
-        f'<text x="{left - 4}" y="{top + plot_h}" text-anchor="end" {text}>{_latency(low)}</text>'
         f'<text x="12" y="{top + plot_h / 2}" text-anchor="middle" {text} '
-        f'transform="rotate(-90 12 {top + plot_h / 2})">best latency</text>',
+        f'transform="rotate(-90 12 {top + plot_h / 2})">best candidate</text>',
     ]
-    if peak_s:
+    for tick in _log_ticks(low, high):
         parts.append(
-            f'<line x1="{left}" y1="{y(peak_s):.1f}" x2="{left + plot_w}" y2="{y(peak_s):.1f}" '
-            f'stroke="{_INK}" stroke-dasharray="4 3"><title>at this machine\'s fp32 peak: '
-            f"{_latency(peak_s)}</title></line>"
-            f'<text x="{left + plot_w - 2}" y="{y(peak_s) - 3:.1f}" text-anchor="end" {text}>'
-            f"peak {_latency(peak_s)}</text>"
+            f'<line x1="{left - 3}" y1="{y(tick):.1f}" x2="{left}" y2="{y(tick):.1f}" '
+            f'stroke="{_INK}"/><text x="{left - 5}" y="{y(tick) + 3.5:.1f}" text-anchor="end" '
+            f'class="mlc-tick" {text}>{_tick_text(tick, unit, scale)}</text>'
         )
+    key_x = left
+    for kind, value in refs:
+        dash = "4 3" if kind == "peak" else "1 3"
+        words = "at this machine's fp32 peak" if kind == "peak" else "the kernel before tuning"
+        where = ""
+        if value < low:
+            where = ", below the axis"
+        elif value > high:
+            where = ", above the axis"
+        else:
+            parts.append(
+                f'<line x1="{left}" y1="{y(value):.1f}" x2="{left + plot_w}" y2="{y(value):.1f}" '
+                f'stroke="{_INK}" stroke-dasharray="{dash}"><title>{words}: '
+                f"{_latency(value)}</title></line>"
+            )
+        label = f"{kind} {_latency(value)}{where}"
+        parts.append(
+            f'<line x1="{key_x}" y1="{height - 7}" x2="{key_x + 16}" y2="{height - 7}" '
+            f'stroke="{_INK}" stroke-dasharray="{dash}"/>'
+            f'<text x="{key_x + 20}" y="{height - 3}" {text} data-ref="{kind}">'
+            f"<title>{words}</title>{html.escape(label)}</text>"
+        )
+        key_x += 20 + 6 * len(label) + 14
     for i, (task, curve) in enumerate(curves.items()):
         coords, previous = [], None
         for trial, lat in curve:
+            if lat <= 0:
+                continue
             if previous is not None:  # a step: the best holds until the next improvement
                 coords.append(f"{x(trial):.1f},{y(previous):.1f}")
             coords.append(f"{x(trial):.1f},{y(lat):.1f}")
@@ -95,9 +191,15 @@ def _curve_svg(
             f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" '
             f'points="{" ".join(coords)}"><title>{html.escape(task)}</title></polyline>'
         )
+        cut = [trial for trial, lat in curve if lat > high]
+        if cut:  # a candidate above the axis: an arrow at the top edge says the curve goes on
+            parts.append(
+                f'<text x="{x(cut[0]) + 3:.1f}" y="{top + 9}" {text}>↑ '
+                f"{_latency(max(lat for _, lat in curve))}</text>"
+            )
     return (
         f'<svg width="{width}" height="{height}" role="img" class="mlc-tune-curve" '
-        f'aria-label="best latency against trials measured" '
+        f'aria-label="best candidate\'s latency, as the tuner measured it, against trials measured" '
         f'style="font-family: var(--jp-ui-font-family, sans-serif)">{"".join(parts)}</svg>'
     )
 
@@ -133,7 +235,7 @@ def progress_text(event: TuneProgress) -> str:
     compiler = f", compiled with {_COMPILERS.get(event.compiler, event.compiler)}"
     return (
         f"[{event.task}] {trials} trials{_earlier(event.trials_done, event.resumed_from)}, "
-        f"best {_best(event.best_latency_s, event.best_gflops, event.peak_fraction)}, "
+        f"best candidate {_best(event.best_latency_s, event.best_gflops, event.peak_fraction)}, "
         f"elapsed {_duration(event.elapsed_s)}{budget}, left {left}{_duration(event.eta_s)}"
         f"{errors}{compiler if event.compiler else ''}"
     )
@@ -198,31 +300,34 @@ def _cores(result: TuneResult) -> int:
     return int(attrs["num-cores"]) if "num-cores" in attrs else 1
 
 
+#: The key columns first (which kernel, how much of the model, before, after, which is kept),
+#: so a narrow output shows them before it has to scroll; how the time went after.
 _TASK_HEAD = (
-    "kernel", "calls", "share", "time", "trials", "new", "reused", "default", "tuned", "kept",
+    "kernel", "share", "default", "tuned", "kept", "calls", "time", "trials", "new", "reused",
     "shared with",
 )  # fmt: skip
 
 
 def model_task_rows(result: TuneResult) -> list[tuple[str, ...]]:
-    """A whole-model tune's table: each kernel's share, the time spent on it, its records (new
-    and reused from earlier runs or other models), latency before and after, and the kernels of
-    the same structure that share its tuning (tuned once, for all of them)."""
+    """A whole-model tune's table: each kernel's share, latency before and after and which one
+    is kept, then the time spent on it, its records (new and reused from earlier runs or other
+    models), and the kernels of the same structure that share its tuning (tuned once, for all
+    of them)."""
     rows = [_TASK_HEAD]
     for t in result.model_tasks:
         tuned_here = t.seconds > 0
         rows.append(
             (
                 t.name,
-                str(t.calls) if t.calls else "-",
                 f"{t.share:.1%}",
+                _latency(t.before_s),
+                _latency(t.after_s),
+                t.kept,
+                str(t.calls) if t.calls else "-",
                 _duration(t.seconds) if tuned_here else "-",
                 str(t.trials) if t.trials else "-",
                 str(t.new) if tuned_here else "-",
                 str(t.reused) if tuned_here else "-",
-                _latency(t.before_s),
-                _latency(t.after_s),
-                t.kept,
                 ", ".join(t.shared_with) or "-",
             )
         )
@@ -238,6 +343,13 @@ def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
         )
         for r in rows
     ]
+
+
+def _search_best(result: TuneResult) -> float | None:
+    """The best candidate's latency as the search measured it (its curve's last point): what
+    the progress line showed, a figure of its own beside the result's re-timing."""
+    ends = [curve[-1][1] for curve in result.curves.values() if curve]
+    return min(ends) if len(ends) == 1 else None
 
 
 def result_text(result: TuneResult) -> str:
@@ -259,7 +371,13 @@ def result_text(result: TuneResult) -> str:
             " written (timed in turns); .trace is its schedule",
         ]
     else:
-        lines.append(f"  tuned    {best}")
+        lines.append(f"  tuned    {best}, timed as %mlc_time times it")
+    searched = _search_best(result)
+    if searched is not None and result.kind != "model" and result.kept != "as written":
+        lines.append(
+            f"  search   best candidate {_latency(searched)} as the tuner's runs timed it "
+            "(the progress line's figure)"
+        )
     lines += [
         f"  {untuned} {_latency(result.baseline_latency_s)}   speed-up {speedup}",
         f"  trials   {result.n_records}"
@@ -303,7 +421,8 @@ def result_bundle(result: TuneResult) -> dict[str, str]:
         if result.flop and result.peak_gflops and result.kind != "model"
         else None
     )
-    svg = _curve_svg(dict(result.curves), max(result.n_records, 1), peak_s)
+    untuned = result.baseline_latency_s if result.kind != "model" else None
+    svg = _curve_svg(dict(result.curves), max(result.n_records, 1), peak_s, untuned)
     limits = cached_machine_limits() if result.peak_gflops else None
     points = _roofline_points(result)
     roof = roofline_svg(points, limits, _cores(result)) if limits is not None and points else ""

@@ -26,6 +26,9 @@ from ..display.messages import messages_bundle
 
 #: A TVM log line: ``[11:22:33] /path/transform.h:1261: Warning: ...``.
 _TVM_LINE = re.compile(r"^\[\d{2}:\d{2}:\d{2}\] \S+:\d+: ")
+#: A TVM log line that is a label with nothing after it (the VM's debug ``Scope Saving:`` when it
+#: saves an executable with the default memory scope): it says nothing to a learner.
+_EMPTY_LABEL = re.compile(r"^(Warning: )?[A-Za-z][\w ]*:$")
 _LIBRARY_DIRS = tuple(
     os.path.realpath(p) for p in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["stdlib"]}
 )
@@ -49,6 +52,7 @@ def _native_messages(text: str) -> dict[str, list[str]]:
             tvm_lines[-1] += "\n" + line
         else:
             other.append(line)
+    tvm_lines = [m for m in tvm_lines if not _EMPTY_LABEL.match(m)]
     return {"TVM": tvm_lines, "native libraries": other}
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -287,20 +286,28 @@ def _finish(timings: list[Timing], notes: list[str] | None = None) -> TimingRepo
 
 
 def uncertain_ranking(timings: list[Timing]) -> list[str]:
-    """A warning for each pair of neighbours (by median) whose gap is within their runs' spread:
-    on another run they could swap places. A spread that leaves the order clear is no warning
-    (the table shows it as ``±``)."""
-    timed = sorted((t for t in timings if t.median_s and t.std_s is not None), key=_median)
-    warnings = []
-    for fast, slow in itertools.pairwise(timed):
+    """At most one line, in plain words: the conclusions the table invites that the runs'
+    spread does not support. Those are which variant is fastest (the two fastest) and each row's
+    speed-up over the first; a pair is too close to call when its gap is within the runs'
+    spread and a spread is wide (:data:`NOISY_SPREAD`). Every other spread is the table's ``±``
+    column only: a note on every close pair read like an error on an ordinary run."""
+    timed = [t for t in timings if t.median_s and t.std_s is not None]
+    ranked = sorted(timed, key=_median)
+    pairs = [tuple(ranked[:2])] if len(ranked) >= 2 else []
+    if timings and timings[0] in timed:
+        pairs += [tuple(sorted((timings[0], t), key=_median)) for t in timed[1:]]
+    close = []
+    for fast, slow in dict.fromkeys(pairs):  # each pair once, in order
         noisy = max(fast.spread or 0.0, slow.spread or 0.0) > NOISY_SPREAD
         if noisy and slow.median_s - fast.median_s < fast.std_s + slow.std_s:
-            warnings.append(
-                f"{fast.name} and {slow.name} are closer than their runs vary "
-                f"(±{fast.spread:.0%}, ±{slow.spread:.0%}): their order may change on another "
-                "run; the machine may be busy (more --repeat, or rerun when it is quiet)"
-            )
-    return warnings
+            close.append(f"{fast.name} and {slow.name} (±{fast.spread:.0%}, ±{slow.spread:.0%})")
+    if not close:
+        return []
+    return [
+        f"too close to call: {'; '.join(close)} differ by less than their runs vary, so which "
+        "is faster, and the speed-up between them, may change on another run (more --repeat, "
+        "or a quieter machine, settles it)"
+    ]
 
 
 def _median(t: Timing) -> float:

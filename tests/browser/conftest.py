@@ -76,6 +76,13 @@ def lab_server(tmp_path_factory) -> Iterator[LabServer]:
         '{"fetchNews": "false", "checkForUpdates": false}'
     )
     env["JUPYTERLAB_SETTINGS_DIR"] = str(settings)
+    # the lab extension built in this tree, ahead of the one the venv links (another checkout's)
+    built = REPO / "mlc_jupyter" / "labextension"
+    if (built / "package.json").exists():
+        path = tmp_path_factory.mktemp("jupyter-path")
+        (path / "labextensions").mkdir()
+        (path / "labextensions" / "mlc-jupyter").symlink_to(built)
+        env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(path), env.get("JUPYTER_PATH")]))
     log = (tmp_path_factory.mktemp("lab-log") / "lab.log").open("w")
     cmd = [
         sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",

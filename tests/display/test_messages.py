@@ -22,4 +22,8 @@ def test_the_block_is_folded_unless_the_magic_failed():
         and '<details class="mlc-messages" open' not in folded["text/html"]
     )
     assert '<details class="mlc-messages" open' in opened["text/html"]
-    assert folded["text/plain"].splitlines()[1] == "  Warning: fast mode  (×2)"
+    # text cannot fold: the summary alone, every message when the magic failed
+    assert folded["text/plain"] == (
+        "2 messages from TVM, 1 warning from Python libraries (folded in a notebook)"
+    )
+    assert opened["text/plain"].splitlines()[1] == "  Warning: fast mode  (×2)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from mlc_jupyter.display.tune import progress_bundle, progress_text, result_bundle, result_text
 from mlc_jupyter.tune.report import TuneProgress, TuneResult
@@ -16,7 +17,9 @@ EVENT = TuneProgress(
 
 def test_a_progress_line_says_trials_best_elapsed_and_what_is_left():
     line = progress_text(EVENT)
-    assert line.startswith("[main] 16/64 trials (8 new, 8 earlier), best 1.500 ms (12.5 GFLOP/s)")
+    assert line.startswith(
+        "[main] 16/64 trials (8 new, 8 earlier), best candidate 1.500 ms (12.5 GFLOP/s)"
+    )
     assert "elapsed 1m15s" in line and "left ~3m45s" in line
     assert "failed: 1 build / 0 run" in line
 
@@ -47,7 +50,7 @@ def test_a_time_budgeted_progress_line_gives_the_share_of_peak_and_the_time_left
     )
     line = progress_text(event)
     assert line.startswith(
-        "[main] 16 trials (8 new, 8 earlier), best 1.500 ms (12.5 GFLOP/s, 42% of peak)"
+        "[main] 16 trials (8 new, 8 earlier), best candidate 1.500 ms (12.5 GFLOP/s, 42% of peak)"
     )
     assert "elapsed 1m15s of 10m00s" in line and "left at most 8m45s" in line
     assert "width: 12%" in progress_bundle(event)["text/html"]  # the bar follows the time
@@ -68,11 +71,12 @@ def test_a_result_says_why_it_stopped_its_space_and_its_share_of_peak():
 def test_the_curve_has_labelled_axes_and_the_peak_line():
     event = dataclasses.replace(EVENT, peak_fraction=0.25)
     svg = progress_bundle(event)["text/html"]
-    assert "trials measured</text>" in svg and "best latency</text>" in svg
+    assert "trials measured</text>" in svg and "best candidate</text>" in svg
     assert ">64</text>" in svg  # the x axis ends at the trials asked for
     assert "peak 375.0 us</text>" in svg  # the latency at the machine's peak: 1.5 ms x 25 %
     again = progress_bundle(event, {"main": event.curve, "re-timing": ()})["text/html"]
     assert "peak 375.0 us</text>" in again  # a task without a curve is no second curve
+    assert again.count("<polyline") == 1
 
 
 def test_a_gpu_tune_says_which_compiler_built_its_candidates():
@@ -105,7 +109,63 @@ def test_a_whole_model_table_shows_where_the_time_went_and_which_kernels_shared_
     text = result_text(result)
     assert "time     plan 5s, tasks 1m30s, final 10s of 2m" in text
     head, lead, other, pool = (line.split() for line in text.splitlines()[-4:])
-    assert head[3:7] == ["time", "trials", "new", "reused"]
-    assert lead[:7] == ["conv_a", "2", "60.0%", "1m30s", "40", "24", "16"]
-    assert lead[-1] == "conv_b" and other[-1] == "conv_a" and other[3] == "-"
-    assert pool[-2:] == ["default", "-"]
+    # the key columns first: a narrow output shows them before it scrolls
+    assert head[:5] == ["kernel", "share", "default", "tuned", "kept"]
+    assert head[6:10] == ["time", "trials", "new", "reused"]
+    assert lead[:5] == ["conv_a", "60.0%", "2.000", "ms", "1.000"]
+    assert lead[-6:-1] == ["2", "1m30s", "40", "24", "16"]
+    assert lead[-1] == "conv_b" and other[-1] == "conv_a" and other[-5] == "-"
+    assert pool[4] == "default" and pool[-1] == "-"
+
+
+def _ticks(svg: str) -> dict[str, float]:
+    """A curve's y tick labels and their heights."""
+    return {
+        m[2]: float(m[1])
+        for m in re.finditer(r'y="([\d.]+)"[^>]*class="mlc-tick"[^>]*>([^<]*)<', svg)
+    }
+
+
+def _polyline_ys(svg: str) -> list[float]:
+    coords = re.search(r'<polyline[^>]*points="([^"]*)"', svg).group(1).split()
+    return [float(c.split(",")[1]) for c in coords]
+
+
+def test_a_small_kernels_curve_has_readable_ticks_and_one_slow_candidate_does_not_flatten_it():
+    # the first candidate 40 us, the rest near the 4.8 us default; peak far below
+    curve = ((1, 40e-6), (8, 4.9e-6), (16, 4.8e-6), (24, 4.7e-6), (32, 4.6e-6))
+    event = dataclasses.replace(
+        EVENT, curve=curve, best_latency_s=4.6e-6, peak_fraction=0.1, trials_total=32
+    )
+    svg = progress_bundle(event)["text/html"]
+    ticks = _ticks(svg)
+    assert len(ticks) >= 2 and all(
+        re.fullmatch(r"[1-9][\d.]* us|0\.0*[1-9]\d* us", t) for t in ticks
+    )
+    assert not any(t.startswith("0.0 ") for t in ticks)
+    ys = _polyline_ys(svg)
+    # after the outlier the curve spans a visible part of the plot, not a flat line at its foot
+    after = ys[2:]
+    assert max(after) - min(after) >= 5
+    assert "↑ 40.0 us" in svg  # the cut candidate is said at the top edge
+    assert "peak 0.46 us, below the axis" in svg  # its label in the key, not on the data
+
+
+def test_a_five_percent_gain_is_a_small_step_not_the_whole_axis():
+    curve = ((8, 4.4e-6), (16, 4.3e-6), (32, 4.2e-6))
+    svg = progress_bundle(dataclasses.replace(EVENT, curve=curve))["text/html"]
+    ys = _polyline_ys(svg)
+    assert max(ys) - min(ys) < 0.3 * 110  # 110 px: the plot's height
+
+
+def test_the_result_curve_shows_the_kernel_before_tuning_and_says_which_timing_is_which():
+    result = TuneResult(
+        workload=None, mod=None, trace=None, best_latency_s=8.0e-6, baseline_latency_s=101.5e-6,
+        target=None, work_dir="/work/dir", n_records=32, trials_new=32, flop=2 * 784 * 128,
+        curves={"linear0": ((8, 9.7e-6), (16, 8.3e-6), (32, 8.1e-6))},
+    )  # fmt: skip
+    text = result_text(result)
+    assert "tuned    8.00 us" in text and "timed as %mlc_time times it" in text
+    assert "search   best candidate 8.10 us as the tuner's runs timed it" in text
+    svg = result_bundle(result)["text/html"]
+    assert 'data-ref="untuned"' in svg and "untuned 101.5 us" in svg

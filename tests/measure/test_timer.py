@@ -111,7 +111,25 @@ def test_a_large_spread_warns_only_when_it_makes_the_ranking_uncertain():
     close = Timing("close", 1.2, 1.2, 0.05, 1.1, 3, results_s=(1.1, 1.2, 1.3))
     far = Timing("far", 9.0, 9.0, 0.1, 8.9, 3, results_s=(8.9, 9.0, 9.1))
     warnings = uncertain_ranking([noisy, close, far])
-    assert len(warnings) == 1 and warnings[0].startswith("noisy and close are closer than")
+    assert warnings == [
+        "too close to call: noisy and close (±90%, ±4%) differ by less than their runs vary, so "
+        "which is faster, and the speed-up between them, may change on another run (more "
+        "--repeat, or a quieter machine, settles it)"
+    ]
+
+
+def test_close_slow_variants_are_no_warning_and_several_doubts_are_one_line():
+    first = Timing("first", 1.0, 1.0, 0.05, 0.95, 3, results_s=(0.95, 1.0, 1.05))
+    # two slow rows close to each other: no conclusion of the table rests on their order
+    slow_a = Timing("slow_a", 5.0, 5.0, 2.0, 3.0, 3, results_s=(3.0, 5.0, 7.0))
+    slow_b = Timing("slow_b", 5.5, 5.5, 2.0, 3.5, 3, results_s=(3.5, 5.5, 7.5))
+    assert uncertain_ranking([first, slow_a, slow_b]) == []
+    # the first row and two others within its noise: one line names both pairs
+    noisy = Timing("noisy", 1.0, 1.0, 0.4, 0.6, 3, results_s=(0.6, 1.0, 1.4))
+    near = Timing("near", 1.1, 1.1, 0.1, 1.0, 3, results_s=(1.0, 1.1, 1.2))
+    nearer = Timing("nearer", 0.95, 0.95, 0.1, 0.9, 3, results_s=(0.9, 0.95, 1.0))
+    (line,) = uncertain_ranking([noisy, near, nearer])
+    assert "nearer and noisy" in line and "noisy and near" in line
 
 
 @pytest.mark.skipif(gpu_present("cuda"), reason="a GPU is present")
