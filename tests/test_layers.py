@@ -490,6 +490,69 @@ def test_each_boundary_file_is_short_and_has_a_contract_test():
     )
 
 
+#: The one module of ``tune/`` that turns a budget's seconds into a deadline and asks the clock
+#: whether time is up (its ``Deadline``); every other module of ``tune/`` asks that object.
+DEADLINE_MODULE = "tune/budget.py"
+#: Clock readings: ``perf_counter()``, ``time.time()``, ``time.monotonic()`` ...
+CLOCKS = {"perf_counter", "time", "monotonic", "perf_counter_ns", "monotonic_ns", "time_ns"}
+
+
+def _is_clock(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    return (isinstance(func, ast.Name) and func.id in CLOCKS) or (
+        isinstance(func, ast.Attribute)
+        and func.attr in CLOCKS
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "time"
+    )
+
+
+def _is_budget_seconds(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "time_s"
+
+
+def _second_deadlines(path: Path) -> list[str]:
+    """Where ``path`` keeps a clock of its own: a deadline made from the clock (``now + s``),
+    time left read from it (``deadline - now``), the clock compared with a moment, or a budget's
+    seconds counted (``budget.time_s - elapsed``). Elapsed time (``now - start``) is no deadline."""
+    found = []
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, ast.BinOp):
+            operands = (node.left, node.right)
+            if isinstance(node.op, ast.Add) and any(map(_is_clock, operands)):
+                found.append((node.lineno, "a deadline made from the clock"))
+            elif isinstance(node.op, ast.Sub) and _is_clock(node.right):
+                found.append((node.lineno, "time left read from the clock"))
+            elif any(map(_is_budget_seconds, operands)):
+                found.append((node.lineno, "a budget's seconds counted down"))
+        elif isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            if any(map(_is_clock, operands)):
+                found.append((node.lineno, "the clock compared with a moment"))
+            elif any(map(_is_budget_seconds, operands)) and not all(
+                isinstance(op, ast.Is | ast.IsNot) for op in node.ops
+            ):
+                found.append((node.lineno, "a budget's seconds compared"))
+    return [f"{_where(path, line)}: {what}" for line, what in sorted(set(found))]
+
+
+def test_tune_has_one_clock_that_says_time_is_up():
+    wrong = [
+        use
+        for path in _sources()
+        if path.relative_to(PACKAGE).parts[0] == "tune"
+        and path.relative_to(PACKAGE).as_posix() != DEADLINE_MODULE
+        for use in _second_deadlines(path)
+    ]
+    assert not wrong, (
+        f"a second clock in tune/: a run's time is one Deadline (mlc_jupyter/{DEADLINE_MODULE}), "
+        "made once from the budget (Budget.start()) and passed down; ask it (left_s(), "
+        "passed(), a slot with within(seconds)) instead of the clock:\n" + "\n".join(wrong)
+    )
+
+
 @pytest.mark.parametrize(
     ("src", "dst", "ok"),
     [
@@ -528,6 +591,12 @@ PLANTS = {
         "    return C\n\n\nD = 1\n"
     ),
     "tvm_compat/planted_subsystem.py": '"""A boundary file without a contract test."""\n',
+    "tune/search/planted_clock.py": (
+        "import time\n\n\n"
+        "def out_of_time(budget, start):\n"
+        "    deadline = time.perf_counter() + budget.time_s\n"
+        "    return budget.time_s - (time.perf_counter() - start) <= 0 or deadline < 0\n"
+    ),
     "measure/planted_deferred.py": (
         "def said():\n    import json  # deferred: planted, with its reason\n\n    return json\n\n\n"
         "def unsaid():\n    import csv\n\n    return csv\n"
@@ -569,6 +638,11 @@ CAUGHT = [
         r"planted_deferred\.py:8: import csv",
     ),
     (test_no_version_specific_tvm_name_outside_the_boundary, r"results\.py:\d+: get_sblock"),
+    (
+        test_tune_has_one_clock_that_says_time_is_up,
+        r"planted_clock\.py:5: a deadline made from the clock.*"
+        r"planted_clock\.py:6: a budget's seconds counted down",
+    ),
     (
         test_each_boundary_file_is_short_and_has_a_contract_test,
         r"tvm_compat/planted_subsystem\.py has no contract test",

@@ -11,14 +11,21 @@ last :data:`WINDOW_SHARE` of all records (at least :data:`WINDOW_MIN`). A run wi
 has converged when each of them has. The improvements of a search come in steps that get rarer;
 requiring the window to grow with the run means a long run needs a long quiet stretch to stop.
 
+A run's time is one :class:`Deadline`, made once from its budget (:meth:`Budget.start`) and
+passed down: a whole model's tasks get slots of it (:meth:`Deadline.within`), and the search's
+builder, runner and callback ask it whether time is up. It is the only clock in ``tune/`` that
+says so (``tests/test_layers.py`` checks).
+
 Importing this module does not import TVM.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from time import perf_counter
 
 from ..errors import TuneError
 
@@ -45,6 +52,10 @@ class Budget:
     time_s: float | None
     converge: bool
 
+    def start(self) -> Deadline:
+        """The run's deadline, its time counted from now (none when the budget has no time)."""
+        return Deadline(self.time_s)
+
     def describe(self) -> str:
         parts = []
         if self.trials is not None:
@@ -54,6 +65,37 @@ class Budget:
         if self.converge:
             parts.append("or until converged")
         return " ".join(parts)
+
+
+class Deadline:
+    """The moment a tuning run's time is up: the one clock that says so.
+
+    ``seconds`` is how long it was given (``None``: no time limit, and it never passes); a slot
+    of it (:meth:`within`) never ends after it.
+    """
+
+    def __init__(self, seconds: float | None = None) -> None:
+        self.seconds = seconds
+        self._at = None if seconds is None else perf_counter() + seconds
+
+    @property
+    def limited(self) -> bool:
+        return self._at is not None
+
+    def left_s(self) -> float:
+        """Seconds until the deadline (negative once it passed; infinite without a limit)."""
+        return math.inf if self._at is None else self._at - perf_counter()
+
+    def passed(self) -> bool:
+        return self.left_s() <= 0
+
+    def within(self, seconds: float | None) -> Deadline:
+        """A slot of this run: ``seconds`` from now (``None``: the rest), never past this one."""
+        slot = Deadline(seconds)
+        if self._at is not None and (slot._at is None or slot._at > self._at):
+            slot._at = self._at
+            slot.seconds = max(0.0, self.left_s())
+        return slot
 
 
 def parse_duration(text: str | float | int) -> float:
@@ -146,12 +188,12 @@ def next_round_fits(left_s: float, round_s: float) -> bool:
 class TimeLedger:
     """Where a whole model's time goes: its deadline, what the end needs, and the pace so far.
 
-    ``deadline`` is a ``perf_counter()`` value (``None``: no time limit); ``final_s`` the time
-    kept for the end (building the tuned model and timing it against the default). Each tuned
-    task is noted (:meth:`note`) so the next slot is sized at the pace this run measures.
+    ``deadline`` is the run's; ``final_s`` the time kept for the end (building the tuned model
+    and timing it against the default). Each tuned task is noted (:meth:`note`) so the next slot
+    is sized at the pace this run measures.
     """
 
-    deadline: float | None
+    deadline: Deadline
     final_s: float = 0.0
     searched_s: float = 0.0
     candidates: int = 0
@@ -172,11 +214,12 @@ class TimeLedger:
         """The shortest slot worth giving a task: its overhead and ``MIN_TASK_TRIALS`` trials."""
         return max(MIN_TASK_TIME_S, self.task_overhead_s() + MIN_TASK_TRIALS * self.candidate_s())
 
-    def left_s(self, now: float, total_s: float) -> float:
+    def left_s(self) -> float:
         """Seconds left for tasks: up to the deadline, less the end's time and a margin."""
-        if self.deadline is None:
-            return float("inf")
-        return self.deadline - now - self.final_s - END_MARGIN_SHARE * total_s
+        if not self.deadline.limited:
+            return math.inf
+        margin = END_MARGIN_SHARE * (self.deadline.seconds or 0.0)
+        return self.deadline.left_s() - self.final_s - margin
 
     def note(self, searched_s: float, new: int, task_s: float) -> None:
         """One task tuned: ``new`` candidates in ``searched_s``, ``task_s`` in all."""

@@ -40,7 +40,7 @@ from ..tvm_compat import (
     metaschedule_task_loggers,
     var_dtype,
 )
-from .budget import Budget
+from .budget import Budget, Deadline
 from .options import SearchOptions, tuning_target, work_dir_for
 from .records import Measured, create_database, measured_before
 from .report import TuneResult
@@ -121,11 +121,14 @@ def tune_kernel(
     fresh: bool = False,
     baseline: bool = True,
     bind: dict[str, Any] | None = None,
+    deadline: Deadline | None = None,
 ) -> TuneResult:
     """Tune the TensorIR kernels of ``mod`` within ``budget``, searching as ``search`` says.
 
     The arguments are :func:`mlc_jupyter.tune.tune`'s, which documents them; ``baseline=False``
-    skips timing the untuned workload (a whole model times its kernels itself).
+    skips timing the untuned workload (a whole model times its kernels itself). ``deadline`` is
+    the run's clock (a whole model's slot for this kernel); without one the budget's time starts
+    with the search.
     """
     notes: tuple[str, ...] = ()
     original = mod
@@ -136,14 +139,13 @@ def tune_kernel(
     unpin_this_thread()
     load_tensor_intrinsics(str(run.target.kind.name), run.spaces.tensor_intrinsics)
     shared = _shared_state(run.measured)
-    if run.budget.time_s is not None:
-        shared.deadline = perf_counter() + run.budget.time_s
+    shared.deadline = deadline or run.budget.start()
     if str(run.target.kind.name) == "cuda" and run.rpc is None:
         shared.compiler = cuda_compiler()
     gpu = str(run.target.kind.name) != "llvm"
     per_iter = search.per_iter or default_per_iter(run.remaining, gpu)
     callback = RecordAndReport(
-        shared, run.database, run.budget, run.measured.count, search.on_progress,
+        shared, run.database, run.budget, shared.deadline, run.measured.count, search.on_progress,
         str(run.log_path), str(run.work), run.measured.curves, run.peak_gflops, per_iter,
         {n: estimate_flops(m, "main") for n, m in zip(run.tasks.names, run.tasks.mods, strict=True)},
     )  # fmt: skip
@@ -421,7 +423,7 @@ def _result(
         bytes=argument_bytes(tasks.mods[0])
         if tasks.kind == "tir" and len(tasks.mods) == 1
         else None,
-        time_budget_s=run.budget.time_s,
+        time_budget_s=shared.deadline.seconds,
         compiler=shared.compiler,
         notes=run.notes,
         kept=kept,

@@ -49,7 +49,7 @@ from ..tvm_compat import (
     remove_weight_layout_rewrite,
     tvm,
 )
-from .budget import MIN_TASK_TRIALS, Budget, TimeLedger, budget_for, round_size, slot_s
+from .budget import MIN_TASK_TRIALS, Budget, Deadline, TimeLedger, round_size, slot_s
 from .kernel import MAX_PER_ITER, MIN_PER_ITER, tune_kernel
 from .model_plan import (
     MIN_SHARE,
@@ -109,6 +109,7 @@ def tune_model(
     and whose ``model_tasks`` say, per kernel, its share, records, time and latency before and
     after.
     """
+    deadline = budget.start()
     start = perf_counter()
     origin = model if isinstance(model, ImportedModel) else getattr(model, "origin", None)
     mod = getattr(model, "mod", model)
@@ -130,7 +131,6 @@ def tune_model(
         for path in set(dirs.values()):
             shutil.rmtree(path, ignore_errors=True)
     write_kernel_dirs(work, {name: str(path) for name, path in dirs.items()})
-    deadline = None if budget.time_s is None else start + budget.time_s
     ledger = TimeLedger(deadline, plan.final_s)
     planned = perf_counter()
     out = _tune_groups(groups, dirs, target, budget, search, ledger, on_task)
@@ -191,8 +191,8 @@ def _tune_groups(
         task = group.lead
         task_trials = targets[index]
         task_time = None
-        if ledger.deadline is not None:
-            left = ledger.left_s(perf_counter(), budget.time_s or 0.0)
+        if ledger.deadline.limited:
+            left = ledger.left_s()
             slot = slot_s([g.share for g in groups[index:]], left, ledger.min_slot_s())
             # the candidate in flight at the slot's end is measured: its time is kept free
             task_time = max(0.0, slot - ledger.task_overhead_s() - ledger.candidate_s())
@@ -212,7 +212,8 @@ def _tune_groups(
         seeded = task.trace is not None and _seed_with_default(task, target, work)
         options = dataclasses.replace(search, per_iter=per_iter)
         try:
-            result = _tune_task(task, target, task_trials, task_time, work, options)
+            slot = ledger.deadline.within(task_time)
+            result = _tune_task(task, target, task_trials, slot, work, options)
         except TuneError as err:  # one kernel's failed search must not lose the others'
             out.notes.append(f"{task.name} keeps its default schedule: {err}")
             out.rows += _default_rows(group)
@@ -285,12 +286,14 @@ def _trial_targets(shares: list[float], trials: int | None) -> list[int | None]:
 
 
 def _tune_task(
-    task: KernelTask, target: Any, trials: int | None, seconds: float | None, work: Path,
+    task: KernelTask, target: Any, trials: int | None, slot: Deadline, work: Path,
     search: SearchOptions,
 ) -> TuneResult:  # fmt: skip
+    """Tune one kernel for ``trials`` and within its ``slot`` of the model's deadline."""
     workload = tvm().IRModule({task.name: task.func})  # the seed counts among earlier trials
+    budget = Budget(trials, time_s=None, converge=False)  # the slot is the time
     return tune_kernel(
-        workload, target, budget_for(trials, seconds), search, work_dir=work, baseline=False
+        workload, target, budget, search, work_dir=work, baseline=False, deadline=slot
     )
 
 

@@ -11,6 +11,8 @@ from mlc_jupyter.tune.budget import (
     MIN_TASK_TIME_S,
     MIN_TASK_TRIALS,
     PRIOR_CANDIDATE_S,
+    Budget,
+    Deadline,
     TimeLedger,
     budget_for,
     duration_text,
@@ -104,14 +106,27 @@ def test_the_first_round_of_a_short_slot_is_small_enough_to_fit_it():
 
 
 def test_the_ledger_learns_the_pace_and_keeps_the_end_s_time():
-    ledger = TimeLedger(deadline=100.0, final_s=10.0)
+    ledger = TimeLedger(deadline=Deadline(100.0), final_s=10.0)
     assert ledger.candidate_s() == PRIOR_CANDIDATE_S
     assert ledger.min_slot_s() >= MIN_TASK_TIME_S
-    assert ledger.left_s(now=0.0, total_s=100.0) < 90.0
+    assert 85.0 < ledger.left_s() < 90.0  # the end's 10 s and a margin kept free
     ledger.note(searched_s=60.0, new=4 * MIN_TASK_TRIALS, task_s=70.0)
     assert ledger.candidate_s() == pytest.approx(60.0 / (4 * MIN_TASK_TRIALS))
     assert ledger.task_overhead_s() == pytest.approx(10.0)
-    assert TimeLedger(deadline=None).left_s(now=5.0, total_s=0.0) == float("inf")
+    assert TimeLedger(deadline=Deadline()).left_s() == float("inf")
+
+
+def test_one_deadline_counts_down_from_the_budget_and_its_slots_never_outlast_it():
+    run = Budget(None, 60.0, converge=False).start()
+    assert run.limited and run.seconds == 60.0 and 59.0 < run.left_s() <= 60.0
+    assert not run.passed()
+    slot = run.within(20.0)
+    assert slot.seconds == 20.0 and slot.left_s() <= 20.0
+    longer = run.within(600.0)  # a slot longer than the run is cut at the run's end
+    assert longer.seconds <= 60.0 and longer.left_s() <= 60.0
+    assert Budget(64, None, converge=False).start().limited is False
+    assert Deadline().within(20.0).seconds == 20.0  # a slot of an unlimited run: its own time
+    assert Deadline(0.0).passed() and Deadline(-1.0).within(5.0).passed()
 
 
 def test_a_search_stops_when_the_next_round_would_be_cut_off_at_the_deadline():

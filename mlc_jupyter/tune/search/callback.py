@@ -3,9 +3,10 @@
 It replaces MetaSchedule's ``AddToDatabase`` + ``RemoveBuildArtifact``: every measured candidate
 is committed to the JSON database at once (a killed kernel loses at most the batch in flight),
 candidates known from an earlier run are not committed twice, and after each batch one
-:class:`~.report.TuneProgress` event goes to ``on_progress``. When the run must stop
-(Ctrl-C, or ``on_progress`` raised ``KeyboardInterrupt``), or the :class:`~.budget.Budget` says
-so (its time is up, the search has converged), it raises :class:`StopTuning` *after* the batch
+:class:`~mlc_jupyter.tune.report.TuneProgress` event goes to ``on_progress``. When the run must
+stop (Ctrl-C, or ``on_progress`` raised ``KeyboardInterrupt``), or the run's
+:class:`~mlc_jupyter.tune.budget.Deadline` or budget says so (its time is up, the search has
+converged), it raises :class:`StopTuning` *after* the batch
 is saved.
 """
 
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...tvm_compat import derived_object, metaschedule
-from ..budget import Budget, has_converged, next_round_fits
+from ..budget import Budget, Deadline, has_converged, next_round_fits
 from ..report import TuneProgress
 from .run_state import BUILD_FAILED, INTERRUPTED, KNOWN_PREFIX, Shared, StopTuning
 
@@ -33,6 +34,7 @@ class RecordAndReport(ms.measure_callback.PyMeasureCallback):
         shared: Shared,
         database: Any,
         budget: Budget,
+        deadline: Deadline,
         done_before: int,
         on_progress: Callable[[TuneProgress], None] | None,
         log_path: str,
@@ -46,6 +48,7 @@ class RecordAndReport(ms.measure_callback.PyMeasureCallback):
         self.shared = shared
         self.database = database
         self.budget = budget
+        self.deadline = deadline
         self.trials_total = budget.trials
         self.peak_gflops = peak_gflops
         self.per_iter = per_iter
@@ -139,14 +142,13 @@ class RecordAndReport(ms.measure_callback.PyMeasureCallback):
         Time is up also when too little is left for another round like this one (its candidates
         would be cut off unmeasured at the deadline): the time goes to what comes after.
         """
-        budget = self.budget
         now = time.perf_counter()
         round_s, self.round_end = now - self.round_end, now
-        if budget.time_s is not None:
-            left = budget.time_s - (now - self.start)
+        if self.deadline.limited:
+            left = self.deadline.left_s()
             if left <= 0 or not next_round_fits(left, round_s):
                 return "time"
-        if budget.converge and self.curves:
+        if self.budget.converge and self.curves:
             new = self.done - self.done_before
             if all(
                 has_converged(curve, self.done, new, self.per_iter)
@@ -163,8 +165,8 @@ class RecordAndReport(ms.measure_callback.PyMeasureCallback):
         eta = None
         if self.trials_total is not None and fresh > 0:
             eta = elapsed / fresh * max(0, self.trials_total - done)
-        if self.budget.time_s is not None:
-            left = max(0.0, self.budget.time_s - elapsed)
+        if self.deadline.limited:
+            left = max(0.0, self.deadline.left_s())
             eta = left if eta is None else min(eta, left)
         gflops = flop / best / 1e9 if flop and best else None
         event = TuneProgress(
@@ -184,7 +186,7 @@ class RecordAndReport(ms.measure_callback.PyMeasureCallback):
             log_path=self.log_path,
             work_dir=self.work_dir,
             peak_fraction=gflops / self.peak_gflops if gflops and self.peak_gflops else None,
-            time_budget_s=self.budget.time_s,
+            time_budget_s=self.deadline.seconds,
             compiler=self.shared.compiler,
         )
         if self.on_progress is None:

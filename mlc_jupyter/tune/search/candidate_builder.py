@@ -11,7 +11,6 @@ This module imports TVM at import time; import it lazily.
 
 from __future__ import annotations
 
-import time
 import traceback
 from concurrent.futures import Future, wait
 from typing import Any
@@ -23,6 +22,7 @@ from ...tvm_compat import (
     remove_weight_layout_rewrite,
     structural_hash,
 )
+from ..budget import Deadline
 from .run_state import KNOWN_PREFIX, MEMORY_PREFIX, Shared, StopTuning
 from .threads import compile_pool
 
@@ -59,16 +59,16 @@ class Pending:
         return self.future.result()
 
 
-def compile_all(modules: dict[str, Any], cores: int, deadline: float | None = None) -> None:
+def compile_all(modules: dict[str, Any], cores: int, deadline: Deadline | None = None) -> None:
     """Compile every pending candidate in ``modules`` on ``cores`` threads and wait for all,
-    or until ``deadline`` (``perf_counter()``): then the compiles not started are cancelled."""
+    or until the run's ``deadline``: then the compiles not started are cancelled."""
     pending = [m for m in modules.values() if isinstance(m, Pending) and m.future is None]
     if not pending:
         return
     executor = compile_pool(cores)
     for item in pending:
         item.future = executor.submit(build_candidate, item.mod, item.target)
-    timeout = None if deadline is None else max(0.0, deadline - time.perf_counter())
+    timeout = max(0.0, deadline.left_s()) if deadline is not None and deadline.limited else None
     _, not_done = wait([item.future for item in pending], timeout=timeout)
     for future in not_done:
         future.cancel()

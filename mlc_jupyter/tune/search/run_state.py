@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import itertools
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 from ...errors import error_reason
+from ..budget import Deadline
 
 #: Prefix of the in-memory "artifact paths" the builder hands to the runner.
 MEMORY_PREFIX = "mlc-memory:"
@@ -37,7 +37,7 @@ class Shared:
         self.best: dict[str, float] = {}
         self.stop = threading.Event()
         self.stop_reason = ""  # "time" or "converged" when the budget ended the run
-        self.deadline: float | None = None  # perf_counter() when a time budget runs out
+        self.deadline = Deadline()  # the run's (no time limit until the run sets it)
         self.build_errors = 0
         self.run_errors = 0
         self.first_error = ""
@@ -49,9 +49,7 @@ class Shared:
     def out_of_time(self) -> bool:
         """The time budget ran out and something was measured: the rest of a batch is skipped
         (a round of slow-to-compile candidates would otherwise overrun the budget by minutes)."""
-        return (
-            self.deadline is not None and bool(self.best) and time.perf_counter() >= self.deadline
-        )
+        return bool(self.best) and self.deadline.passed()
 
     def note_error(self, kind: str, message: str) -> None:
         """Count a failed build or run; keep the first one's reason for the summary."""
