@@ -12,8 +12,9 @@ way :mod:`.matmul` does for matmul:
   (``sample_perfect_tile``);
 * two variants, one design space each (:data:`~mlc_jupyter.compilation.conv_schedule.ORDERS`):
   channel blocks or rows of pixels outermost in the parallel loop;
-* a postprocessor rejects tiles whose accumulators, weight vectors and broadcast do not fit the
-  vector registers (they would spill); MetaSchedule's CPU postprocessors and mutators do the rest.
+* the postprocessor both CPU spaces share (:mod:`.register_fit`) rejects tiles whose
+  accumulators, weight vectors and broadcast do not fit the vector registers (they would spill);
+  MetaSchedule's CPU postprocessors and mutators do the rest.
 
 The default build's schedule is one point of this space (its trace replays here), so a model's
 tuning starts from it. This module imports TVM at import time; import it lazily.
@@ -21,6 +22,7 @@ tuning starts from it. This module imports TVM at import time; import it lazily.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from ...compilation.conv_schedule import (
@@ -32,7 +34,8 @@ from ...compilation.conv_schedule import (
     schedule_window,
     vector_unit,
 )
-from ...tvm_compat import Schedule, derived_object, metaschedule
+from ...tvm_compat import Schedule, metaschedule
+from .register_fit import TileFitsRegisters
 
 
 def design_spaces(unit: VectorUnit) -> Any:
@@ -65,41 +68,13 @@ def is_window_like(mod: Any, target: Any) -> bool:
     return True
 
 
-def tile(sch: Any) -> tuple[int, int]:
-    """The row block and channel vectors of a sampled schedule (its first two categoricals)."""
-    values = []
-    for inst in sch.trace.insts:
-        if inst.kind.name == "SampleCategorical":
-            decision = sch.trace.decisions.get(inst)
-            if decision is not None:
-                values.append(int(inst.attrs[0][int(decision)]))
-    return (values[0], values[1]) if len(values) >= 2 else (1, 1)
-
-
-@derived_object
-class TileFitsRegisters(metaschedule().postproc.PyPostproc):
-    """Reject candidates whose tile, weight vectors and broadcast need more than ``registers``."""
-
-    def __init__(self, registers: int) -> None:
-        super().__init__()
-        self.registers = registers
-
-    def _initialize_with_tune_context(self, context: Any) -> None:
-        pass
-
-    def apply(self, sch: Any) -> bool:
-        return fits_registers(*tile(sch), self.registers)
-
-    def clone(self) -> Any:
-        return TileFitsRegisters(self.registers)
-
-
 def space_generator(mod: Any, target: Any) -> Any:
     """MetaSchedule's ``ScheduleFn`` over :func:`design_spaces`, with the default CPU
     postprocessors (``RewriteLayout`` packs the weights) and mutators plus the register check."""
     ms = metaschedule()
     unit = vector_unit(target, find_window(Schedule(mod), 16).dtype)
-    postprocs = [*ms.postproc.Postproc.create("llvm"), TileFitsRegisters(unit.registers)]
+    fits = partial(fits_registers, registers=unit.registers)
+    postprocs = [*ms.postproc.Postproc.create("llvm"), TileFitsRegisters(fits)]
     return ms.space_generator.ScheduleFn(
         design_spaces(unit),
         sch_rules=[],

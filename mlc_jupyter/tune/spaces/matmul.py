@@ -21,8 +21,9 @@ GotoBLAS/BLIS kernel with TensorIR's own primitives and lets MetaSchedule search
   once at build time instead of at every call.
 
 ``mr`` and the number of vectors in ``nr`` are sampled from shapes that divide the matrix
-(``sample_categorical``), the cache tiles and the ``k`` unroll with ``sample_perfect_tile``; a
-postprocessor rejects micro-kernels with more accumulators than the vector registers hold.
+(``sample_categorical``), the cache tiles and the ``k`` unroll with ``sample_perfect_tile``; the
+postprocessor both CPU spaces share (:mod:`.register_fit`) rejects micro-kernels with more
+accumulators than the vector registers hold.
 Elementwise epilogues (ReLU, bias) are inlined into the write-back of the accumulators, and
 elementwise producers into the contraction. A workload is *matmul-like* when one reduction block is
 a contraction ``C[b, i, j] += A[b, i, k] * B[b, k, j]`` (any axis order, ``A``/``B`` may drop the batch
@@ -34,6 +35,7 @@ This module imports TVM at import time; import it lazily.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ...compilation.conv_schedule import VectorUnit, vector_unit
@@ -41,7 +43,6 @@ from ...compilation.default_schedule import LAYOUT_FREE_ATTR
 from ...tvm_compat import (
     Schedule,
     buffer_load,
-    derived_object,
     get_block,
     metaschedule,
     param_buffers,
@@ -49,6 +50,7 @@ from ...tvm_compat import (
     tir,
     var_dtype,
 )
+from .register_fit import TileFitsRegisters
 
 #: Design-space variants, in the order the space generator returns them.
 VARIANTS = ("pack-once", "pack-panel", "no-pack")
@@ -193,8 +195,7 @@ def _micro_choices(rows: int, vectors: int, unit: VectorUnit) -> tuple[list[int]
         mr = [max(d for d in range(1, 9) if rows % d == 0)]
     if not nv:
         nv = [max(d for d in range(1, 5) if vectors % d == 0)]
-    budget = unit.registers - SPARE_REGISTERS
-    if min(mr) * min(nv) > budget:
+    if not micro_kernel_fits(min(mr), min(nv), unit.registers - SPARE_REGISTERS):
         raise NotMatmul("no micro-kernel fits the vector registers")
     return mr, nv
 
@@ -335,34 +336,9 @@ def is_matmul_like(mod: Any, target: Any) -> bool:
     return True
 
 
-def accumulators(sch: Any) -> int:
-    """Vector registers the micro-kernel's accumulators take (the first two sampled choices)."""
-    values = []
-    for inst in sch.trace.insts:
-        if inst.kind.name == "SampleCategorical":
-            decision = sch.trace.decisions.get(inst)
-            if decision is None:
-                continue
-            values.append(int(inst.attrs[0][int(decision)]))
-    return values[0] * values[1] if len(values) >= 2 else 0
-
-
-@derived_object
-class FitsRegisters(metaschedule().postproc.PyPostproc):
-    """Reject candidates whose micro-kernel needs more accumulators than ``budget`` registers."""
-
-    def __init__(self, budget: int) -> None:
-        super().__init__()
-        self.budget = budget
-
-    def _initialize_with_tune_context(self, context: Any) -> None:
-        pass
-
-    def apply(self, sch: Any) -> bool:
-        return accumulators(sch) <= self.budget
-
-    def clone(self) -> Any:
-        return FitsRegisters(self.budget)
+def micro_kernel_fits(rows: int, vectors: int, budget: int) -> bool:
+    """Whether a micro-kernel of ``rows x vectors`` accumulators fits ``budget`` registers."""
+    return rows * vectors <= budget
 
 
 def space_generator(mod: Any, target: Any) -> Any:
@@ -373,7 +349,7 @@ def space_generator(mod: Any, target: Any) -> Any:
     unit = vector_unit(target, _roles(sch, _contraction(sch)).dtype)
     postprocs = [
         *ms.postproc.Postproc.create("llvm"),
-        FitsRegisters(unit.registers - SPARE_REGISTERS),
+        TileFitsRegisters(partial(micro_kernel_fits, budget=unit.registers - SPARE_REGISTERS)),
     ]
     return ms.space_generator.ScheduleFn(
         design_spaces(unit),

@@ -3,23 +3,26 @@ convolution, the register check, and that tuning picks it for a model's convolut
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
-from mlc_jupyter.compilation.conv_schedule import ORDERS, schedule_window, vector_unit
+from mlc_jupyter.compilation.conv_schedule import (
+    ORDERS,
+    fits_registers,
+    schedule_window,
+    vector_unit,
+)
 from mlc_jupyter.compilation.default_schedule import legalize_and_fuse
 from mlc_jupyter.errors import TuneError
 from mlc_jupyter.models import import_model
 from mlc_jupyter.tune.options import tuning_target
 from mlc_jupyter.tune.spaces.choice import CONV_SPACE_KEY, choose_spaces
-from mlc_jupyter.tune.spaces.conv import (
-    TileFitsRegisters,
-    is_window_like,
-    space_generator,
-    tile,
-)
+from mlc_jupyter.tune.spaces.conv import is_window_like, space_generator
+from mlc_jupyter.tune.spaces.register_fit import TileFitsRegisters, sampled_tile
 from mlc_jupyter.tvm_compat import Schedule, metaschedule, param_buffers, prim_func_type, tvm
 
 
@@ -81,9 +84,10 @@ def test_every_variant_under_several_draws_computes_the_convolution(kernels, tar
 def test_tiles_that_would_spill_are_rejected(kernels, target):
     sch = Schedule(_named(kernels, "fused_conv2d"), seed=1)
     schedule_window(sch, vector_unit(target))
-    rows, vectors = tile(sch)
-    assert TileFitsRegisters(rows * vectors + vectors + 1).apply(sch)
-    assert not TileFitsRegisters(rows * vectors + vectors).apply(sch)
+    rows, vectors = sampled_tile(sch)
+    fits = rows * vectors + vectors + 1  # the accumulators, the weight vectors, a broadcast
+    assert TileFitsRegisters(partial(fits_registers, registers=fits)).apply(sch)
+    assert not TileFitsRegisters(partial(fits_registers, registers=fits - 1)).apply(sch)
 
 
 def test_metaschedule_samples_one_design_space_per_order(kernels, target):

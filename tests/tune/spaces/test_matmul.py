@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
 from mlc_jupyter.tune.options import tuning_target
 from mlc_jupyter.tune.spaces.matmul import (
     VARIANTS,
-    FitsRegisters,
-    accumulators,
     is_matmul_like,
+    micro_kernel_fits,
     schedule_matmul,
     space_generator,
     vector_unit,
 )
+from mlc_jupyter.tune.spaces.register_fit import TileFitsRegisters, sampled_tile
 from mlc_jupyter.tvm_compat import Schedule, tvm
 
 
@@ -144,12 +146,12 @@ def test_other_workloads_keep_the_default_space(target):
 def test_micro_kernels_that_do_not_fit_the_registers_are_rejected(target):
     mod = matmul(64, 128, 64)
     unit = vector_unit(target)
-    check = FitsRegisters(budget=1)
     sch = Schedule(mod, seed=1)
     schedule_matmul(sch, VARIANTS[0], unit)
-    assert accumulators(sch) >= 2
-    assert not check.apply(sch)
-    assert FitsRegisters(budget=accumulators(sch)).apply(sch)
+    rows, vectors = sampled_tile(sch)
+    assert rows * vectors >= 2
+    assert not TileFitsRegisters(partial(micro_kernel_fits, budget=1)).apply(sch)
+    assert TileFitsRegisters(partial(micro_kernel_fits, budget=rows * vectors)).apply(sch)
 
 
 def test_metaschedule_samples_the_space(target):
