@@ -1,4 +1,5 @@
-"""Bench: whole models against PyTorch — eager, ``torch.compile``, TVM as built, TVM tuned.
+"""Bench: whole models against PyTorch and the CPU runtimes — eager, ``torch.compile``, inductor
+freezing, ONNX Runtime, OpenVINO, TVM as built, TVM default, TVM tuned.
 
 Four models, batch 1, random weights (no torchvision here: the CNNs are written out):
 
@@ -8,15 +9,23 @@ Four models, batch 1, random weights (no torchvision here: the CNNs are written 
 * ``nn.TransformerEncoderLayer`` (d_model 256, 4 heads, sequence 128, batch first).
 
 For each: import (``torch.export``), build as ``tvm.compile`` builds it (TVM's loops, ``--schedule
-none``) and with the default schedules, ``torch.compile`` it (its compile time is reported), tune
-it with ``%mlc_tune``'s driver (the MLP with a trial budget, the others with a time budget; the
-tuning wall time is reported), then time every row *in turns* (one sample of each per round,
-median of ``--rounds``, 0.5 s between libraries), each row checked against PyTorch first. The
-targets of the issues this bench answers: the MLP tuned at least 5x faster than PyTorch eager;
-ResNet-18's default build (no tuning) at least as fast as eager, tuned for 30 minutes at least
-1.3x ``torch.compile``; MobileNet tuned at least as fast as ``torch.compile``. ``--tune none``
-races the default builds only (minutes, not hours) and prints, per CNN, whether the default build
-is at least as fast as eager (a relation, not a timed assert). For every model it prints where the
+none``; ``--no-as-built`` leaves it out) and with the default schedules, ``torch.compile`` it (its
+compile time is reported), tune it with ``%mlc_tune``'s driver (the MLP with a trial budget, the
+others with a time budget; the tuning wall time is reported), then time every row *in turns* (one
+sample of each per round, median of ``--rounds``, 0.5 s between libraries), each row checked
+against PyTorch first. The runtimes people deploy with on a CPU race too (``%mlc_time
+--runtimes``'s rows, from the ``bench`` extra: ``pip install -e '.[bench]'``): ONNX Runtime with
+every graph optimisation (the model from ``torch.onnx.export(..., dynamo=True)``), OpenVINO
+(``openvino.convert_model``, f32, latency hint) and ``torch.compile`` with inductor freezing, all
+on the machine's cores (PyTorch's threads are set to the same count); a runtime that is not
+installed, or fails on a model, is a row that says why.
+
+The targets of the issues this bench answers: the MLP tuned at least 5x faster than PyTorch eager;
+ResNet-18's default build (no tuning) at least as fast as eager; the default build at least 1.1x
+the best of ONNX Runtime, OpenVINO and inductor freezing on ResNet-18, MobileNet v1 and the encoder
+layer; a 30-minute tune at least 1.3x that best on ResNet-18 and MobileNet, and 1.15x its own
+default build. ``--tune none`` races the default builds only (minutes, not hours). The relations
+are printed from the in-turn medians (not timed asserts). For every model it prints where the
 default build's time goes and, when tuned, where the tuned build's goes: each kernel's GFLOP/s,
 arithmetic intensity, whether it is memory- or compute-bound on this machine and its share of the
 roof over it, so the kernels still far from what the machine allows stand out.
@@ -28,6 +37,8 @@ PyTorch's) wait for their time slices. The load average is printed before and af
     .venv/bin/python bench/bench_models.py --models mlp --mlp-trials 64     # a quick look
     .venv/bin/python bench/bench_models.py --tune none                      # default builds only
     .venv/bin/python bench/bench_models.py --model-time encoder=10m         # a shorter encoder tune
+    .venv/bin/python bench/bench_models.py --models resnet18 mobilenet encoder --tune none \
+        --no-as-built                                        # default builds against the runtimes
 """
 
 from __future__ import annotations
@@ -75,12 +86,13 @@ def bench_model(name: str, args: argparse.Namespace, work_root: str) -> dict:
     start = time.perf_counter()
     default = build_module(imported)
     build_s = time.perf_counter() - start
-    raw = build_module(imported, schedule="none")
     model_time = dict(spec.split("=", 1) for spec in args.model_time)
     budget = (
         {"trials": args.mlp_trials} if name == "mlp" else {"time": model_time.get(name, args.time)}
     )
-    variants = {"eager": model, "tvm_as_built": raw, "tvm_default": default}
+    variants = {"eager": model, "tvm_default": default}
+    if not args.no_as_built:
+        variants["tvm_as_built"] = build_module(imported, schedule="none")
     tuned, tune_s = None, 0.0
     if args.tune != "none":
         print(f"{name}: tuning ({budget})", flush=True)
@@ -93,7 +105,10 @@ def bench_model(name: str, args: argparse.Namespace, work_root: str) -> dict:
         profile_kernels(tuned, runs=5, name=f"{name} (tuned build)") if tuned is not None else None
     )
     report = time_functions(
-        variants, sampling=Sampling(repeat=args.rounds), torch_compile=not args.no_compile
+        variants,
+        sampling=Sampling(repeat=args.rounds),
+        torch_compile=not args.no_compile,
+        runtimes=not args.no_runtimes,
     )
     return {
         "name": name,
@@ -131,23 +146,38 @@ def print_model(res: dict) -> None:
     sys.stdout.flush()
 
 
+#: The summary's rows other than TVM's: column title and the race's row name.
+OTHERS = (
+    ("OpenVINO", "openvino(eager)"),
+    ("ONNX Runtime", "onnxruntime(eager)"),
+    ("inductor freezing", "torch.compile+freezing(eager)"),
+    ("torch.compile", "torch.compile(eager)"),
+    ("eager", "eager"),
+)
+#: The runtimes a TVM build is measured against (the targets' "best runtime").
+RUNTIMES = ("openvino(eager)", "onnxruntime(eager)", "torch.compile+freezing(eager)")
+
+
+def _ratio(slow: float | None, fast: float | None) -> str:
+    return f"{slow / fast:.2f}x" if slow and fast else "-"
+
+
 def print_results(results: list[dict]) -> None:
-    print("\nsummary (median of the in-turn samples)")
-    head = ("model", "eager", "torch.compile", "TVM as built", "TVM default", "TVM tuned",
-            "tuned vs eager", "tuned vs compile", "tuning")  # fmt: skip
+    print("\nsummary (median of the in-turn samples; ratios: the other's time over TVM's)")
+    head = (
+        "model", *(title for title, _ in OTHERS), "TVM as built", "TVM default", "TVM tuned",
+        "default vs best runtime", "tuned vs best runtime", "tuned vs default", "tuning",
+    )  # fmt: skip
     rows = [head]
     for res in results:
-        rep = res["report"]
-        row = {t.name: t for t in rep.timings}
-        compiled = next((t for t in rep.timings if t.name.startswith("torch.compile")), None)
-        eager = row["eager"].median_s
-        tuned = row["tvm_tuned"].median_s if "tvm_tuned" in row else None
-        ratio = f"{eager / tuned:.2f}x" if eager and tuned else "-"
-        vs_compile = f"{compiled.median_s / tuned:.2f}x" if compiled and tuned else "-"
+        row = {t.name: t.median_s for t in res["report"].timings}
+        best = min((row[n] for n in RUNTIMES if row.get(n)), default=None)
+        default, tuned = row.get("tvm_default"), row.get("tvm_tuned")
         rows.append((
-            res["name"], _ms(eager), _ms(compiled.median_s if compiled else None),
-            _ms(row["tvm_as_built"].median_s), _ms(row["tvm_default"].median_s), _ms(tuned),
-            ratio, vs_compile, f"{res['tune_s'] / 60:.1f} min",
+            res["name"], *(_ms(row.get(name)) for _, name in OTHERS),
+            _ms(row.get("tvm_as_built")), _ms(default), _ms(tuned),
+            _ratio(best, default), _ratio(best, tuned), _ratio(default, tuned),
+            f"{res['tune_s'] / 60:.1f} min" if tuned else "-",
         ))  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     for r in rows:
@@ -160,17 +190,40 @@ def print_results(results: list[dict]) -> None:
     print("\nrelations (from the in-turn medians above; not timed asserts)")
     for res in results:
         row = {t.name: t.median_s for t in res["report"].timings}
-        eager, default = row.get("eager"), row.get("tvm_default")
+        eager, default, tuned = row.get("eager"), row.get("tvm_default"), row.get("tvm_tuned")
+        timed = [(row[n], n) for n in RUNTIMES if row.get(n)]
         if eager and default:
-            verdict = "yes" if default <= eager else "no"
-            print(f"{res['name']}: default build at least as fast as eager: {verdict} "
-                  f"({eager / default:.2f}x eager)")  # fmt: skip
+            print(f"{res['name']}: default build at least as fast as eager: "
+                  f"{'yes' if default <= eager else 'no'} ({eager / default:.2f}x eager)")  # fmt: skip
+        if timed and default:
+            best, which = min(timed)
+            print(f"{res['name']}: default build at least 1.1x the best runtime ({which}): "
+                  f"{'yes' if best / default >= 1.1 else 'no'} ({best / default:.2f}x)")  # fmt: skip
+        if timed and tuned:
+            best, which = min(timed)
+            print(f"{res['name']}: tuned build at least 1.3x the best runtime ({which}): "
+                  f"{'yes' if best / tuned >= 1.3 else 'no'} ({best / tuned:.2f}x); at least "
+                  f"1.15x its default: {'yes' if default / tuned >= 1.15 else 'no'} "
+                  f"({default / tuned:.2f}x)")  # fmt: skip
     for res in results:
         for t in res["report"].timings:
             if t.error:
                 print(f"{res['name']} {t.name}: {t.error}")
         for warning in res["report"].warnings:
             print(f"{res['name']} warning: {warning}")
+
+
+def _versions() -> str:
+    """The versions raced (the runtimes' when installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for package in ("apache-tvm", "torch", "onnxruntime", "openvino", "onnxscript"):
+        try:
+            found.append(f"{package} {version(package)}")
+        except PackageNotFoundError:
+            found.append(f"{package} not installed")
+    return "versions: " + ", ".join(found)
 
 
 def main() -> None:
@@ -185,10 +238,21 @@ def main() -> None:
     parser.add_argument(
         "--tune", choices=("all", "none"), default="all", help="none: race the default builds only"
     )
-    parser.add_argument("--rounds", type=int, default=7, help="in-turn timing rounds")
+    parser.add_argument("--rounds", type=int, default=11, help="in-turn timing rounds")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    parser.add_argument(
+        "--no-runtimes", action="store_true", help="skip ONNX Runtime, OpenVINO, inductor freezing"
+    )
+    parser.add_argument(
+        "--no-as-built", action="store_true", help="skip the build without default schedules"
+    )
     args = parser.parse_args()
-    print(f"load average before: {os.getloadavg()}; {os.cpu_count()} CPUs")
+    import torch
+
+    torch.set_num_threads(int(os.environ["TVM_NUM_THREADS"]))  # every row on the same cores
+    print(f"load average before: {os.getloadavg()}; {os.cpu_count()} CPUs; threads: "
+          f"TVM, ONNX Runtime, OpenVINO and PyTorch {os.environ['TVM_NUM_THREADS']} each")  # fmt: skip
+    print(_versions())
     with tempfile.TemporaryDirectory(prefix="bench-models-") as work_root:
         results = []
         for name in args.models:

@@ -267,6 +267,12 @@ def test_frameworks_notebook_imports_resnet_and_an_encoder_and_races_them_agains
     _checked(_table_with(nb, "resnet", "resnet_relax_lib"), "resnet", "resnet_relax_lib")
     _checked(_table_with(nb, "resnet_as_tvm_builds_it"), "resnet_as_tvm_builds_it")
     _checked(_table_with(nb, "encoder", "encoder_relax"), "encoder", "encoder_relax")
+    # the CPU runtimes beside the encoder: raced where installed, else their rows say what is missing
+    runtimes = ("torch.compile+freezing(encoder)", "onnxruntime(encoder)", "openvino(encoder)")
+    raced = _table_with(nb, "encoder_relax", *runtimes)
+    installed = [r for r in runtimes[1:] if f"{r}: not installed (" not in plain]
+    _checked(raced, runtimes[0], *installed)
+    assert len(installed) == 2 or "missing): pip install" in plain
     for model in ("resnet_relax_lib", "encoder_relax"):
         assert f"where the time of {model} goes" in plain
     assert "<svg" in "".join(_outputs(nb, "text/html"))

@@ -19,7 +19,13 @@ from .roofline import RooflinePoint, roofline_svg, roofline_text
 #: A box that scrolls sideways when the cell is narrower than a table or chart (never clips it).
 SCROLLS = "overflow-x: auto; max-width: 100%"
 _BOX = "font-family: var(--jp-code-font-family, monospace); font-size: 12px"
-_COLOURS = {"tvm": "var(--jp-brand-color1, #1976d2)", "numpy": "#8d6e63", "torch": "#ef6c00"}
+_COLOURS = {
+    "tvm": "var(--jp-brand-color1, #1976d2)",
+    "numpy": "#8d6e63",
+    "torch": "#ef6c00",
+    "onnxruntime": "#7b1fa2",
+    "openvino": "#00897b",
+}
 
 
 def format_time(seconds: float | None) -> str:

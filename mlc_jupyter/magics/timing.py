@@ -38,6 +38,12 @@ class TimingMagics(Magics):
     )
     @argument("--no-compile", action="store_true", help="no torch.compile row for PyTorch models")
     @argument(
+        "--runtimes",
+        action="store_true",
+        help="also race the PyTorch model under ONNX Runtime, OpenVINO and torch.compile with "
+        "inductor freezing (pip install onnxruntime onnx onnxscript openvino)",
+    )
+    @argument(
         "--breakdown",
         action="store_true",
         help="also show where the time of each Relax model goes, kernel by kernel",
@@ -57,6 +63,8 @@ class TimingMagics(Magics):
         std, min, runs, GFLOP/s and speed-up over the first row; with several rows a table and a
         bar chart, plus NumPy and PyTorch rows when --ref is an array expression, and PyTorch
         rows when the reference is a PyTorch model (an imported model's own by default).
+        --runtimes adds that model under ONNX Runtime, OpenVINO and torch.compile with inductor
+        freezing, on the TVM build's threads (a runtime not installed is a row saying so).
         With --rpc the variants run on an RPC server's device (a GPU this machine lacks, say).
         """
         args = parse_argstring(self.mlc_time, line)
@@ -76,6 +84,7 @@ class TimingMagics(Magics):
             namespace=ns,
             rpc=args.rpc,
             torch_compile=not args.no_compile,
+            runtimes=args.runtimes,
         )
         display(report_bundle(report), raw=True)
         if args.output:

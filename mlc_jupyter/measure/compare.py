@@ -26,6 +26,7 @@ from .race import (
     Contender,
     TorchPlacement,
     callable_contender,
+    device_name,
     outputs_on,
     race,
     torch_contenders,
@@ -33,6 +34,7 @@ from .race import (
     tvm_contender,
 )
 from .reference import expression_function, is_torch_module, reference_outputs
+from .runtimes import runtime_contenders
 from .timer import (
     DEFAULT_SAMPLING,
     NOISY_SPREAD,
@@ -88,6 +90,7 @@ def time_functions(
     namespace: dict[str, Any] | None = None,
     baselines: bool = True,
     torch_compile: bool = True,
+    runtimes: bool = False,
     rpc: Any = None,
 ) -> TimingReport:
     """Time each variant on the same inputs, in turns; compare with the reference.
@@ -95,7 +98,10 @@ def time_functions(
     When ``ref`` is a NumPy expression and ``baselines`` is true, NumPy and PyTorch rows are
     added; when the reference is a PyTorch model (given, or the one an imported model came
     from), rows for it eager and under ``torch.compile`` (unless ``torch_compile`` is false).
-    Speed-ups are against the first row; each row is sampled as ``sampling`` says. ``rpc`` (``HOST:PORT:KEY`` or ``"env"``; for a GPU
+    ``runtimes`` adds rows for that PyTorch model under ONNX Runtime, OpenVINO and
+    ``torch.compile`` with inductor freezing (:mod:`.runtimes`; a runtime that is not installed
+    is a row saying so). Speed-ups are against the first row; each row is sampled as
+    ``sampling`` says. ``rpc`` (``HOST:PORT:KEY`` or ``"env"``; for a GPU
     this machine lacks, ``TVM_TRACKER_HOST/PORT/KEY`` when set) runs and times the TVM variants
     on an RPC server's device, in one session; NumPy and PyTorch rows, which could only run
     here, are left out then.
@@ -126,7 +132,7 @@ def time_functions(
     with RemoteModules(spec) if spec else contextlib.nullcontext() as remote:
         timings, notes, sig = _race_variants(
             variants, builts, models, remote, func_name, args, ref, seed, sampling, namespace,
-            baselines, torch_compile,
+            baselines, torch_compile, runtimes,
         )  # fmt: skip
     first = next(iter(builts.values()))
     flops = next((t.flops for t in timings if t.flops), None)
@@ -160,6 +166,7 @@ def _race_variants(
     namespace: dict[str, Any] | None,
     baselines: bool,
     torch_compile: bool,
+    runtimes: bool = False,
 ) -> tuple[list[Timing], list[str], Any]:
     """The race itself: inputs, reference, one contender per row, timed in turns.
 
@@ -210,9 +217,43 @@ def _race_variants(
     if is_torch_module(ref) and baselines and not models and remote is None:
         label = _label(ref, namespace)
         contenders += torch_contenders(ref, inputs, label, torch_compile, placement)
+    if runtimes:
+        contenders += _runtime_rows(ref, models, variants, namespace, inputs, first, placement)
     names = [p.name for p in sig.outputs] or ["result"]
     timings, notes = race(contenders, expected, names, sampling)
     return timings, notes, sig
+
+
+def _runtime_rows(
+    ref: Any,
+    models: dict[str, Any],
+    variants: dict[str, Any],
+    namespace: dict[str, Any] | None,
+    inputs: list[Any],
+    first: Built,
+    placement: TorchPlacement | None,
+) -> list[Contender]:
+    """The deployment runtimes' rows for the race's PyTorch model (the reference, else the
+    first PyTorch model among the variants), run on as many threads as the TVM variants."""
+    if is_torch_module(ref):
+        model, label = ref, next((n for n, m in models.items() if m is ref), None)
+        label = label or _label(ref, namespace)
+    elif models:
+        label, model = next(iter(models.items()))
+    else:
+        raise TimingError(
+            "--runtimes races ONNX Runtime and OpenVINO on a PyTorch model, and this race has none",
+            hint="give the model: --ref MODEL (an imported model's own is the default)",
+        )
+    left_out = None
+    if placement is None:
+        left_out = "left out: the TVM variants run on an RPC server's device, these runtimes here"
+    elif placement.device != "cpu":
+        left_out = (
+            f"left out: the TVM variants run on {device_name(first.target)}, these runtimes on "
+            "the CPU"
+        )
+    return runtime_contenders(model, inputs, label, kernel_cores(first.target), left_out)
 
 
 #: Why a PyTorch row is empty in a race on an RPC server.

@@ -23,7 +23,7 @@ class Timing:
 
     ``number`` is the calls per run (0: calibrated by ``min_repeat_ms``); ``correct`` is ``None``
     without a reference; a mismatch or failure sets ``error`` and leaves the times ``None``;
-    ``kind`` is ``tvm``, ``numpy`` or ``torch``; ``speedup`` is against the first variant;
+    ``kind`` is ``tvm``, ``numpy``, ``torch``, ``onnxruntime`` or ``openvino``; ``speedup`` is against the first variant;
     ``bytes`` is what the arguments hold (the least traffic of a call).
     """
 
