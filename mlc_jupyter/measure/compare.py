@@ -218,7 +218,7 @@ def _race_variants(
         label = _label(ref, namespace)
         contenders += torch_contenders(ref, inputs, label, torch_compile, placement)
     if runtimes:
-        contenders += _runtime_rows(ref, models, variants, namespace, inputs, first, placement)
+        contenders += _runtime_rows(ref, models, namespace, inputs, first, placement)
     names = [p.name for p in sig.outputs] or ["result"]
     timings, notes = race(contenders, expected, names, sampling)
     return timings, notes, sig
@@ -227,7 +227,6 @@ def _race_variants(
 def _runtime_rows(
     ref: Any,
     models: dict[str, Any],
-    variants: dict[str, Any],
     namespace: dict[str, Any] | None,
     inputs: list[Any],
     first: Built,
