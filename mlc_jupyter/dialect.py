@@ -242,6 +242,34 @@ RULES: tuple[Rule, ...] = (
         shim=f"{C}.build",
     ),
     Rule(
+        "s = te.create_schedule([C.op]); s[C].split(x, factor=4)",
+        "sch = tvm.s_tir.Schedule(te.create_prim_func([A, B, C])); sch.split(loop, [None, 4])",
+        "TE schedules were removed in TVM 0.27; in a Python cell the course's TE schedule drives "
+        "a TensorIR schedule of te.create_prim_func's function: stages are its blocks, op.axis "
+        "its loops, each primitive the TensorIR one (%mlc_trace s shows the steps)",
+        re.compile(r"(?<![\w.])(?:tvm\.)?te\.create_schedule\b"),
+        None,
+        shim=f"{C}.create_schedule",
+    ),
+    Rule(
+        "te.Schedule",
+        "tvm.s_tir.Schedule",
+        "the TE schedule class, in a Python cell the course's (an annotation such as "
+        "s: te.Schedule = ...)",
+        re.compile(r"(?<![\w.])(?:tvm\.)?te\.Schedule\b"),
+        None,
+        shim=f"{C}.TESchedule",
+    ),
+    Rule(
+        "tvm.lower(s, [A, B, C])",
+        "te.create_prim_func([A, B, C]) (then schedule it)",
+        "tvm.lower is gone; in a Python cell it gives the TE schedule's TensorIR function taking "
+        "those tensors (the others it computes become its buffers), as an IRModule",
+        re.compile(r"(?<![\w.])tvm\.lower\b"),
+        None,
+        shim=f"{C}.lower",
+    ),
+    Rule(
         'relax.build(mod, target="llvm")',
         'relax.build(mod, target="llvm")',
         "unchanged in 0.27; in a Python cell it builds through the project like tvm.build "
@@ -315,14 +343,6 @@ RULES: tuple[Rule, ...] = (
         re.compile(r"(?<![\w.])tvm\.relay\b|^\s*from\s+tvm\s+import\s+relay\b"),
         gone="Relay was removed in TVM 0.27: import models with tvm.relax.frontend "
         "(from_fx, from_exported_program), build with tvm.compile, run with relax.VirtualMachine",
-    ),
-    Rule(
-        "tvm.lower(s, args) / te.create_schedule(...)",
-        "-",
-        "TE schedules are gone",
-        re.compile(r"(?<![\w.])(tvm\.lower|te\.create_schedule)\b"),
-        gone="TE schedules were removed in TVM 0.27: make a PrimFunc with te.create_prim_func, "
-        "schedule it with tvm.s_tir.Schedule and build it with tvm.compile",
     ),
     Rule(
         "tvm.autotvm / tvm.auto_scheduler",

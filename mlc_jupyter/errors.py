@@ -168,6 +168,11 @@ class PassStepError(CellError):
     """A pass or rewrite that failed at a line of a ``%%mlc_passes`` cell (TVM's reason kept)."""
 
 
+class TEScheduleError(MLCError):
+    """A legacy TE schedule step (course mode) that TensorIR cannot take as written; the message
+    names what to do instead."""
+
+
 class TargetError(MLCError):
     """A target that cannot be understood or used here."""
 

@@ -183,12 +183,21 @@ def test_course_function_buffers_move_to_the_root_block_and_modern_ones_stay():
 
 
 def test_gone_spellings_are_found_at_their_line_and_column():
-    gone = translate("import tvm\nmod = tvm.lower(s, [A, B])\nfrom tvm import relay\n").gone
+    gone = translate("import tvm\nx = tvm.autotvm.task\nfrom tvm import relay\n").gone
     assert [(g.line, g.column, g.text) for g in gone] == [
-        (2, 7, "tvm.lower"),
+        (2, 5, "tvm.autotvm"),
         (3, 1, "from tvm import relay"),
     ]
-    assert "tvm.compile" in gone[0].rule.gone
+    assert "MetaSchedule" in gone[0].rule.gone and "tvm.compile" in gone[1].rule.gone
+
+
+def test_legacy_te_schedules_go_to_the_course_shim_in_python_cells_only():
+    typed = "s: te.Schedule = te.create_schedule(C.op)\nm = tvm.lower(s, [A, B, C])\n"
+    assert translate(typed, shims=True).source == (
+        "s: mlc_course.TESchedule = mlc_course.create_schedule(C.op)\n"
+        "m = mlc_course.lower(s, [A, B, C])\n"
+    )
+    assert translate(typed).source == typed and not translate(typed).gone
 
 
 def test_changed_lines_pair_what_was_typed_with_what_runs():

@@ -22,6 +22,9 @@ course spelling                           shim
 ``tvm.register_func``                     :func:`register_func`: a re-run replaces the function
 ``ms`` (the book's MetaSchedule import)  :mod:`.tuning`: ``ms.tune_tir`` runs the project's
                                           tuner; ``compile_tir`` takes the book's IRModule
+``te.create_schedule`` / ``tvm.lower``     :mod:`.te_schedule`: legacy TE schedules on a TensorIR
+                                          schedule of ``te.create_prim_func``'s function;
+                                          ``tvm.build(s, args)`` builds them
 ``relax.const(v, TensorStructInfo)``      :func:`relax_const`
 (each TVMScript definition)                :func:`check_definition`: the ``%%tir`` loop-extent check
 (each ``names = sch.get_loops(...)``...)  :func:`name_handles`: the names a cell gave schedule
@@ -49,6 +52,9 @@ _LAZY = {
     "relax_const": "values",
     "structural_equal": "values",
     "structural_hash": "values",
+    "create_schedule": "te_schedule",
+    "TESchedule": "te_schedule",
+    "lower": "te_schedule",
 }
 _SUBMODULES = ("nd", "tir", "tuning", "contrib")
 

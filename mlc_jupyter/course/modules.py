@@ -16,7 +16,9 @@ from ..compilation.cached_build import Built
 from ..compilation.call import call_arguments, compiled_symbol, prepare, relax_vm
 from ..compilation.source import generated_source
 from ..errors import CallError
+from ..tvm_compat import empty
 from .nd import as_tensors, require_device
+from .te_schedule import TESchedule
 from .timer import OLD_DEFAULTS, evaluator
 
 #: The old runtime's name for the entry of a build: the function of a one-function build (the
@@ -24,13 +26,28 @@ from .timer import OLD_DEFAULTS, evaluator
 OLD_ENTRY = "__tvm_main__"
 
 
-def build(mod: Any, target: Any = None, pipeline: Any = None, **kwargs: Any) -> CourseModule:
-    """Build ``mod`` (PrimFunc, TensorIR or Relax module) for ``target`` like the book's tvm.build.
+def build(
+    inputs: Any,
+    args: Any = None,
+    target: Any = None,
+    pipeline: Any = None,
+    name: str = "default_function",
+    **kwargs: Any,
+) -> CourseModule:
+    """Build ``inputs`` (PrimFunc, TensorIR or Relax module) for ``target`` like the book's
+    tvm.build; ``tvm.build(s, [A, B, C], target)`` builds a legacy TE schedule (course mode's,
+    :mod:`.te_schedule`) as the function ``name`` taking those tensors.
 
-    ``pipeline`` and other stock keywords are accepted and ignored: the project's build uses
-    TVM's default pipeline for the target.
+    ``tvm.build(mod, "llvm")`` (0.27's order) is read as the target. ``pipeline`` and other
+    stock keywords are accepted and ignored: the project's build uses TVM's default pipeline for
+    the target.
     """
-    return CourseModule(build_module(mod, target))
+    if args is not None and not isinstance(args, list | tuple):
+        args, target = None, args if target is None else target
+    if isinstance(inputs, TESchedule):
+        mod, scratch = inputs.for_build(args, name)
+        return CourseModule(build_module(mod, target), {name: scratch} if scratch else None)
+    return CourseModule(build_module(inputs, target))
 
 
 class CourseModule:
@@ -43,15 +60,32 @@ class CourseModule:
     ``inspect_source``, ``export_library``...), then the executable's.
     """
 
-    def __init__(self, built: Built) -> None:
+    def __init__(self, built: Built, scratch: dict[str, list[Any]] | None = None) -> None:
         self.built = built
+        #: function -> (shape, dtype) of the trailing parameters the module fills itself: the
+        #: results a TE schedule's build computes that its arguments leave out
+        self.scratch = scratch or {}
+        self._scratch_tensors: dict[str, list[Any]] = {}
 
     def __getitem__(self, name: str) -> Any:
         """The function ``name``: checked arguments, TVM tensors or NumPy arrays, in place."""
-        return self.built[self.entry(name)]
+        name = self.entry(name)
+        function = self.built[name]
+        if name not in self.scratch:
+            return function
+        return lambda *args: function(*args, *self.scratch_tensors(name))
 
     def get_function(self, name: str, *args: Any) -> Any:
-        return self.built[self.entry(name)]
+        return self[name]
+
+    def scratch_tensors(self, name: str) -> list[Any]:
+        """The tensors that receive ``name``'s results its caller does not pass (made once)."""
+        if name not in self._scratch_tensors:
+            device = device_for(self.built.target)
+            self._scratch_tensors[name] = [
+                empty(shape, dtype, device) for shape, dtype in self.scratch.get(name, [])
+            ]
+        return self._scratch_tensors[name]
 
     def entry(self, name: str) -> str:
         """``name``, with the old ``"__tvm_main__"`` read as the build's only function (or its
@@ -90,8 +124,10 @@ class CourseModule:
             return evaluator(module, sig.name, device, vm_arguments, number, repeat,
                              min_repeat_ms, **options)  # fmt: skip
 
+        scratch = self.scratch_tensors(sig.name) if sig.name in self.scratch else []
+
         def arguments(args: tuple[Any, ...]) -> tuple[list[Any], Any]:
-            tensors, _, copy_back = call_arguments(built, sig, args)
+            tensors, _, copy_back = call_arguments(built, sig, (*args, *scratch))
             return tensors, copy_back
 
         symbol = compiled_symbol(built.mod, sig.name)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
 from ..display.schedule import schedule_bundle
 from ..schedule import ScheduleSession
+from ..schedule.session import driven_schedule_steps
 from ..widgets.schedule_stepper import ScheduleStepper
 from .course import course_spelling_options
 from .lookup import lookup
@@ -48,6 +50,12 @@ class ScheduleMagics(Magics):
                 title=title,
                 target=args.target,
                 **course_spelling_options(self.shell),
+            )
+        if driven_schedule_steps(mod) is not None:
+            raise UsageError(
+                f"%%mlc_schedule schedules a module; {args.mod} is a schedule: "
+                f"%mlc_schedule {args.mod} steps through what it did, %%mlc_schedule "
+                f"{args.mod}.start_mod schedules the module it started from"
             )
         session = ScheduleSession(
             mod, cell, namespace=self.shell.user_ns, func_name=args.func, first_line=2

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ScheduleStepError
-from ..tvm_compat import GET_BLOCK_METHOD, get_block
+from ..tvm_compat import GET_BLOCK_METHOD, get_block, is_schedule
 from .looptree import loop_tree
-from .steps import ScheduleRun, run_schedule_cell
+from .steps import ScheduleRun, export_steps, run_schedule_cell
 
-__all__ = ["PRIMITIVES", "ScheduleSession", "statement_for"]
+__all__ = ["PRIMITIVES", "ScheduleSession", "driven_schedule_steps", "statement_for"]
 
 # primitive -> the fields a user fills: "loop" (a loop of the chosen block), "loops" (several),
 # "block" (another block), "target_loop" (a loop of another block), or a text field "name=default".
@@ -36,6 +36,14 @@ PRIMITIVES: dict[str, tuple[str, ...]] = {
     "tensorize": ("loop", 'tensor_intrin=""'),
     "annotate": ("loop", 'ann_key="pragma_unroll_explicit"', "ann_val=1"),
 }
+
+
+def driven_schedule_steps(obj: Any) -> str | None:
+    """The steps (schedule code) of an object that drives a TensorIR schedule of a module it
+    keeps (``.sch``, ``.start_mod``: course mode's TE schedule); ``None`` for anything else."""
+    if getattr(obj, "start_mod", None) is None or not is_schedule(getattr(obj, "sch", None)):
+        return None
+    return export_steps(obj)
 
 
 def _block(block: str) -> str:
@@ -87,6 +95,10 @@ class ScheduleSession:
         Initial schedule code (for example a ``%%mlc_schedule`` cell body).
     first_line
         Cell line of the first line of ``code`` (2 below a magic line, 1 in interactive mode).
+
+    ``mod`` may also be an object that drives a TensorIR schedule (``.sch``) of the module it
+    started from (``.start_mod``), as course mode's TE schedule does: the session then schedules
+    that module, starting from the steps it took (with ``code`` empty: interactive mode).
     """
 
     def __init__(
@@ -98,6 +110,11 @@ class ScheduleSession:
         func_name: str | None = None,
         first_line: int = 1,
     ) -> None:
+        steps = driven_schedule_steps(mod)
+        if steps is not None:
+            if code.strip():
+                raise ValueError("a schedule's own steps open the interactive stepper only")
+            mod, code = mod.start_mod, steps
         self.mod, self.namespace, self.func_name = mod, dict(namespace or {}), func_name
         self.first_line = first_line
         self.lines: list[str] = code.splitlines()

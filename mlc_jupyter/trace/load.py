@@ -122,7 +122,8 @@ def load(obj: Any, mod: Any = None, candidates: Iterable[Any] = ()) -> TraceSour
     ----------
     obj
         ``Schedule``, ``Trace``, JSON text or value, ``TuneResult``, a tuning record (ours or
-        MetaSchedule's), a list of records (the first is used) or a tuning work dir.
+        MetaSchedule's), a list of records (the first is used), a tuning work dir, or an object
+        driving a schedule of a module it keeps (``.sch``, ``.start_mod``: a course TE schedule).
     mod
         The module the trace was recorded on (needed for a Schedule, Trace or JSON unless
         ``candidates`` contains it).
@@ -150,6 +151,10 @@ def load(obj: Any, mod: Any = None, candidates: Iterable[Any] = ()) -> TraceSour
         )
     if hasattr(obj, "trace") and hasattr(obj, "workload") and hasattr(obj, "run_secs"):
         return TraceSource(obj.trace, as_module(mod or obj.workload.mod), None, "tuning record")
+    start = getattr(obj, "start_mod", None)
+    if start is not None and isinstance(getattr(obj, "sch", None), schedule_type()):
+        # drives a TensorIR schedule of a module it keeps (course mode's TE schedule)
+        return TraceSource(obj.sch.trace, as_module(mod or start), obj.sch.mod, "TE schedule")
     if isinstance(obj, schedule_type()):
         final = obj.mod
         chosen = mod if mod is not None else _pick_module(obj.trace, final, candidates, "schedule")

@@ -126,6 +126,7 @@ from .tensorir import (
     is_ir_array,
     is_ir_node,
     is_scalar_param,
+    iter_var_type,
     node_fields,
     param_buffers,
     region_buffer,
@@ -133,6 +134,7 @@ from .tensorir import (
     tensor_intrin_class,
     tir_nodes,
     var_dtype,
+    with_parameters,
 )
 from .tuning import (
     METASCHEDULE_LOGGER,
@@ -198,6 +200,7 @@ __all__ = [
     "is_scalar_param",
     "is_schedule",
     "is_tvm_object",
+    "iter_var_type",
     "link_shared",
     "llvm_system_triple",
     "load_executable",
@@ -249,4 +252,5 @@ __all__ = [
     "var_name",
     "vector_bits",
     "version",
+    "with_parameters",
 ]

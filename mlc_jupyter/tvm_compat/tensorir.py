@@ -129,3 +129,34 @@ def estimate_tir_flops(mod: Any) -> float:
 def tensor_intrin_class() -> Any:
     """The tensor intrinsic class (``tvm.tir.TensorIntrin`` in the course)."""
     return s_tir().TensorIntrin
+
+
+def with_parameters(func: Any, buffers: list[Any]) -> Any:
+    """``func`` taking exactly ``buffers`` (its buffer parameters or root-block buffers, in this
+    order); its other buffer parameters become buffers of its root block (``T.alloc_buffer`` in
+    the course, ``T.sblock_alloc_buffer`` in 0.27), as a TE schedule lowered with some of its
+    tensors as arguments allocated the rest."""
+    s = s_tir()
+    realize = func.body
+    root = realize.block
+
+    def listed(var: Any) -> bool:
+        return any(var.same_as(b) for b in buffers)
+
+    known = [*func.params, *root.alloc_buffers]
+    missing = [b for b in buffers if not any(b.same_as(k) for k in known)]
+    if missing:
+        raise ValueError(f"{', '.join(str(b.name) for b in missing)} not in {func}")
+    allocated = [b for b in root.alloc_buffers if not listed(b)]
+    allocated += [p for p in func.params if not listed(p)]
+    block = s.SBlock(
+        root.iter_vars, root.reads, root.writes, root.name_hint, root.body, root.init,
+        allocated, root.match_buffers, root.annotations, root.span,
+    )  # fmt: skip
+    body = s.SBlockRealize(realize.iter_values, realize.predicate, block, realize.span)
+    return tir().PrimFunc(list(buffers), body, func.ret_type, func.attrs, func.span)
+
+
+def iter_var_type() -> type:
+    """The class of a loop variable with its range (``te``'s ``op.axis``, ``te.thread_axis``)."""
+    return tir().IterVar

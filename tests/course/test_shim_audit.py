@@ -200,6 +200,50 @@ def test_time_evaluator_of_a_gpu_device_without_a_gpu_says_no_gpu(shell, ns):
     assert "NoGPUError: line 2" in captured.stdout and "no GPU is present" in captured.stdout
 
 
+def test_te_create_schedule_steps_a_tensorir_schedule_in_place(shell, ns):
+    ns, _ = _run(
+        shell,
+        "s = te.create_schedule(C.op)\nbefore = s.mod\n"
+        "jo, ji = s[C].split(C.op.axis[1], factor=4)\nstart = s.start_mod\n",
+    )
+    from mlc_jupyter.tvm_compat import structural_equal
+
+    fresh = ns["te"].create_prim_func([ns["A"], ns["B"], ns["C"]])
+    assert structural_equal(ns["start"]["main"], fresh)  # the tensors are untouched
+    assert not structural_equal(ns["s"].mod, ns["before"])  # the step is in the schedule
+    assert ns["s"].sch.trace.insts[-1].kind.name == "Split"  # at once, as a TensorIR step
+    assert type(ns["jo"]).__name__ == "LoopRV"
+
+
+def test_tvm_lower_gives_the_tensorir_function_of_the_args_and_allocates_the_rest(shell, ns):
+    ns, _ = _run(
+        shell,
+        "E = te.compute((16, 16), lambda i, j: C[i, j] + 1.0, name='E')\n"
+        "s = te.create_schedule([C.op, E.op])\nlowered = tvm.lower(s, [A, B])\n",
+    )
+    func = ns["lowered"]["main"]
+    assert [str(p.name) for p in func.params] == ["A", "B"]
+    assert sorted(str(b.name) for b in func.body.block.alloc_buffers) == ["C", "E"]
+    assert "sblock" in func.script()  # TensorIR, not the old flattened loops
+
+
+def test_tvm_build_of_a_te_schedule_fills_the_results_args_leave_out_with_scratch(shell, ns):
+    ns, _ = _run(
+        shell,
+        "s = te.create_schedule(C.op)\nlib = tvm.build(s, [A, B], target='llvm')\n"
+        "a_nd = tvm.nd.array(a_np)\nb_nd = tvm.nd.array(b_np)\n"
+        'lib["__tvm_main__"](a_nd, b_nd)\n'
+        'res = lib.time_evaluator("default_function", tvm.cpu(), number=2)(a_nd, b_nd)\n',
+    )
+    lib = ns["lib"]
+    assert lib.built.functions == ["default_function"]
+    assert [p.name for p in lib.built.signatures["default_function"].params] == ["A", "B", "C"]
+    (scratch,) = lib.scratch_tensors("default_function")  # held by the module, reused
+    np.testing.assert_allclose(scratch.numpy(), ns["a_np"] @ ns["b_np"], rtol=1e-5)
+    np.testing.assert_array_equal(ns["a_nd"].numpy(), ns["a_np"])  # inputs only read
+    assert len(ns["res"].results) == 1
+
+
 def test_relax_build_gives_tvms_executable_and_the_vm_returns_new_tensors(shell, ns):
     ns, _ = _run(
         shell,
@@ -281,6 +325,7 @@ NOT_AUDITED = {
     "structural_hash": "a hash, no arrays",
     "check_definition": "the loop-extent check: tests/course/test_course_mode.py",
     "CourseModule": "the result of build, audited through it",
+    "TESchedule": "the result of create_schedule (te.Schedule in annotations), audited through it",
     "name_handles": "the cell's names for schedule handles, no arrays: tests/course/test_course_mode.py",
 }
 

@@ -74,3 +74,20 @@ def test_a_scalar_parameter_specialized_to_a_value_leaves_the_signature():
         f"PrimFunc.specialize no longer drops the scalar from the signature: {fixed.params}"
     )
     assert "T.float32(2.5)" in fixed.script(), "the value is not written in with its dtype"
+
+
+def test_with_parameters_moves_buffers_between_the_signature_and_the_root_block():
+    te = tvm_compat.tvm().te
+    a = te.placeholder((8,), name="A")
+    b = te.compute((8,), lambda i: a[i] * 2.0, name="B")
+    c = te.compute((8,), lambda i: b[i] + 1.0, name="C")
+    func = te.create_prim_func([a, c])
+    params = {str(p.name): p for p in func.params}
+    (inner,) = func.body.block.alloc_buffers  # B, as 0.27 keeps TE's intermediates
+    moved = tvm_compat.with_parameters(func, [params["A"], inner])
+    assert [str(p.name) for p in moved.params] == ["A", "B"], moved.params
+    assert [str(b.name) for b in moved.body.block.alloc_buffers] == ["C"]
+    tvm_compat.tvm().compile(tvm_compat.ir_module_type()({"main": moved}), "llvm")
+    assert isinstance(te.thread_axis("threadIdx.x"), tvm_compat.iter_var_type()), (
+        "te.thread_axis no longer makes the IterVar te's op.axis holds"
+    )
