@@ -490,6 +490,79 @@ def test_each_boundary_file_is_short_and_has_a_contract_test():
     )
 
 
+#: The one module that asks what a target is (``is_cpu``, ``is_cuda``, ``is_gpu_target``,
+#: ``device_kind``); elsewhere a target's kind is never compared by hand.
+TARGET_MODULE = "compilation/targets.py"
+#: TVM's target kinds (and the aliases the parser takes), as written in a comparison.
+TARGET_KINDS = {
+    "llvm", "c", "cuda", "rocm", "vulkan", "metal", "opencl", "webgpu", "nvptx", "hexagon",
+}  # fmt: skip
+
+
+def _is_kind_expression(node: ast.AST, tainted: set[str]) -> bool:
+    """``x.kind.name``, ``str(x.kind.name)``, ``target_kind(x)``, ``getattr(getattr(x, "kind"),
+    "name")``, or a name given one of these (``tainted``) or called ``target_kind``."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name == "target_kind":
+            return True
+        if name == "str" and node.args:
+            return _is_kind_expression(node.args[0], tainted)
+        if name == "getattr" and len(node.args) >= 2:
+            inner, attr = node.args[0], node.args[1]
+            named = isinstance(attr, ast.Constant) and attr.value == "name"
+            return named and "kind" in ast.unparse(inner)
+        return False
+    if isinstance(node, ast.Attribute):
+        return (
+            node.attr == "name"
+            and isinstance(node.value, ast.Attribute)
+            and (node.value.attr == "kind")
+        )
+    return isinstance(node, ast.Name) and (node.id in tainted or node.id == "target_kind")
+
+
+def _names_kinds(node: ast.AST) -> bool:
+    values = node.elts if isinstance(node, ast.Tuple | ast.List | ast.Set) else [node]
+    return any(isinstance(v, ast.Constant) and v.value in TARGET_KINDS for v in values)
+
+
+def _raw_kind_comparisons(path: Path) -> list[str]:
+    """Where ``path`` compares a target's kind with a kind's name by hand."""
+    tree = _tree(path)
+    tainted = {
+        target.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and _is_kind_expression(node.value, set())
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        kinds = any(_is_kind_expression(o, tainted) for o in operands)
+        if kinds and any(map(_names_kinds, operands)):
+            found.append(f"{_where(path, node.lineno)}: {ast.unparse(node)}")
+    return found
+
+
+def test_a_target_is_asked_one_way():
+    wrong = [
+        use
+        for path in _sources()
+        if path.relative_to(PACKAGE).as_posix() != TARGET_MODULE
+        for use in _raw_kind_comparisons(path)
+    ]
+    assert not wrong, (
+        "a target's kind compared by hand; ask mlc_jupyter/compilation/targets.py: is_cpu(t), "
+        "is_cuda(t), is_gpu_target(t) (the one definition of a GPU) or device_kind(t):\n"
+        + "\n".join(wrong)
+    )
+
+
 #: The one module of ``tune/`` that turns a budget's seconds into a deadline and asks the clock
 #: whether time is up (its ``Deadline``); every other module of ``tune/`` asks that object.
 DEADLINE_MODULE = "tune/budget.py"
@@ -597,6 +670,11 @@ PLANTS = {
         "    deadline = time.perf_counter() + budget.time_s\n"
         "    return budget.time_s - (time.perf_counter() - start) <= 0 or deadline < 0\n"
     ),
+    "tune/planted_kind.py": (
+        "def gpu(target):\n"
+        "    kind = str(target.kind.name)\n"
+        '    return kind != "llvm" or target.kind.name in ("cuda", "rocm")\n'
+    ),
     "measure/planted_deferred.py": (
         "def said():\n    import json  # deferred: planted, with its reason\n\n    return json\n\n\n"
         "def unsaid():\n    import csv\n\n    return csv\n"
@@ -638,6 +716,10 @@ CAUGHT = [
         r"planted_deferred\.py:8: import csv",
     ),
     (test_no_version_specific_tvm_name_outside_the_boundary, r"results\.py:\d+: get_sblock"),
+    (
+        test_a_target_is_asked_one_way,
+        r"planted_kind\.py:3: kind != 'llvm'.*planted_kind\.py:3: target\.kind\.name in",
+    ),
     (
         test_tune_has_one_clock_that_says_time_is_up,
         r"planted_clock\.py:5: a deadline made from the clock.*"

@@ -3,7 +3,17 @@
 from .cached_build import SCHEDULES, Built, build_module, clear_cache, made_for
 from .disk_cache import flush as wait_for_saved_builds
 from .source import SOURCE_KINDS, generated_source
-from .targets import describe_target, device_for, gpu_present, is_gpu_target, resolve_target
+from .targets import (
+    describe_target,
+    device_for,
+    device_kind,
+    gpu_present,
+    is_cpu,
+    is_cuda,
+    is_gpu_target,
+    resolve_target,
+    target_kind,
+)
 
 __all__ = [
     "SCHEDULES",
@@ -13,10 +23,14 @@ __all__ = [
     "clear_cache",
     "describe_target",
     "device_for",
+    "device_kind",
     "generated_source",
     "gpu_present",
+    "is_cpu",
+    "is_cuda",
     "is_gpu_target",
     "made_for",
     "resolve_target",
+    "target_kind",
     "wait_for_saved_builds",
 ]

@@ -39,7 +39,7 @@ from .signatures import (
     unbound_gpu_functions,
 )
 from .source import generated_source
-from .targets import is_gpu_target, resolve_target
+from .targets import is_cpu, is_cuda, is_gpu_target, resolve_target
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,7 @@ def build_module(
             hit, cached=True, origin=origin or hit.origin, notes=notes or hit.notes
         )
     relax = is_relax(mod)
-    on_disk = persist and target.kind.name == "llvm"
+    on_disk = persist and is_cpu(target)
     if on_disk and not force:
         found = disk_cache.load(key, mod, relax)
         if found is not None:
@@ -193,7 +193,7 @@ def build_module(
             "checked builds run on the CPU only", hint="build without --checked for a GPU"
         )
     check_bounds(mod)
-    if target.kind.name == "cuda":
+    if is_cuda(target):
         prefer_nvcc_without_nvrtc()  # with a GPU present, TVM compiles the kernels itself
     start = time.perf_counter()
     if on_progress is not None:
@@ -210,7 +210,7 @@ def build_module(
     build_s = time.perf_counter() - start
     if on_disk:
         disk_cache.store(key, mod, executable, build_s)
-    device_code = device_code_of(executable, target) if target.kind.name == "cuda" else None
+    device_code = device_code_of(executable, target) if is_cuda(target) else None
     built = _remember(
         mod, target, executable, build_s, relax, key, checked, device_code=device_code, notes=notes
     )

@@ -26,7 +26,7 @@ from ..tvm_compat import (
 )
 from .bounds import stopped_out_of_bounds
 from .signatures import Signature, missing_symbols
-from .targets import device_for, gpu_present, is_gpu_target, resolve_target
+from .targets import device_for, gpu_present, is_gpu_target, target_kind
 from .tir_walk import extern_calls
 
 
@@ -139,7 +139,7 @@ def require_device_here(target: Any, what: str = "the target is") -> None:
     a GPU stops at once with the same message.
     """
     if is_gpu_target(target) and not gpu_present(target):
-        kind = resolve_target(target).kind.name
+        kind = target_kind(target)
         raise NoGPUError(
             f"no GPU is present: {what} {kind} and cannot run here",
             hint="run and time it on a GPU machine with --rpc HOST:PORT:KEY (or set"

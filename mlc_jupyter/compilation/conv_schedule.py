@@ -43,6 +43,7 @@ from ..tvm_compat import (
     tvm,
     vector_bits,
 )
+from .targets import is_cpu
 
 #: The widest channel block, in vector registers.
 MAX_VECTORS = 4
@@ -66,7 +67,7 @@ class VectorUnit:
 
 def vector_unit(target: Any, dtype: str = "float32") -> VectorUnit:
     """Lanes of ``dtype`` per vector register and the register count of ``target``'s CPU."""
-    bits = vector_bits(target) if str(target.kind.name) == "llvm" else 128
+    bits = vector_bits(target) if is_cpu(target) else 128
     element = int(tvm().DataType(dtype).bits)
     triple = str(target.attrs.get("mtriple", "") or llvm_system_triple())
     registers = 32 if bits >= 512 or triple.startswith("aarch64") else 16

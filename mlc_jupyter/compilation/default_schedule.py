@@ -332,7 +332,7 @@ def cpu_schedule(func: Any, target: Any) -> Any | None:
 def _cpu_schedule(func: Any, target: Any) -> tuple[Any, Any] | None:
     """The scheduled kernel of :func:`cpu_schedule` and its trace (post-processing included)."""
     ms = metaschedule()
-    load_tensor_intrinsics(str(target.kind.name))
+    load_tensor_intrinsics(target)
     target = _with_cores(target)
     task = ir_module_type()(
         {"main": func.with_attr("global_symbol", "main").with_attr(NOALIAS_ATTR, True)}

@@ -10,7 +10,10 @@ import of the other submodules still works.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..tvm_compat import import_tensor_intrinsics
+from .targets import is_cuda, target_kind
 
 #: The submodules a CPU target's schedule rules may use.
 CPU_MODULES = ("dot_product_common", "x86", "arm_cpu", "riscv_cpu")
@@ -20,13 +23,14 @@ GPU_MODULES = ("cuda", "rocm")
 MODULES_OF_KIND = {"llvm": CPU_MODULES, "cuda": ("cuda",)}
 
 
-def load_tensor_intrinsics(target_kind: str, tensor_cores: bool = True) -> None:
-    """Import the tensor intrinsics of ``target_kind`` (only its own for ``llvm`` and ``cuda``).
+def load_tensor_intrinsics(target: Any, tensor_cores: bool = True) -> None:
+    """Import the tensor intrinsics of ``target`` (any spelling: ``"cuda"`` will do; only its own
+    for ``llvm`` and ``cuda``).
 
     ``tensor_cores=False`` for a ``cuda`` target whose spaces use no tensor-core rules: the
     package is set up empty (importing the CUDA module costs seconds before the first candidate).
     """
-    own = MODULES_OF_KIND.get(target_kind)
-    if target_kind == "cuda" and not tensor_cores:
+    own = MODULES_OF_KIND.get(target_kind(target))
+    if is_cuda(target) and not tensor_cores:
         own = ()
     import_tensor_intrinsics(own if own is not None else GPU_MODULES, whole=own is None)

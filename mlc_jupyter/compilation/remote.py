@@ -24,7 +24,7 @@ from typing import Any
 from ..errors import BuildError, RemoteError, error_reason
 from ..tvm_compat import close_rpc_session, tvm
 from .cached_build import fresh_build
-from .targets import device_target, gpu_present, is_gpu_target, resolve_target, target_kind
+from .targets import device_kind, device_target, gpu_present, is_gpu_target, resolve_target
 
 #: How long to wait for a free server under the key before giving up.
 REQUEST_TIMEOUT_S = 60.0
@@ -156,11 +156,6 @@ def session(spec: RPCSpec, timeout_s: float = REQUEST_TIMEOUT_S) -> Iterator[Any
         close_rpc_session(got.pop("session"))
 
 
-def _device_kind(target_kind: str) -> str:
-    """The runtime device of a target kind (CPU code runs on ``cpu``)."""
-    return "cpu" if target_kind in ("llvm", "c") else target_kind
-
-
 def remote_device(sess: Any, spec: RPCSpec, kind: str) -> Any:
     """Device 0 of ``kind`` on the server, checked to exist there."""
     try:
@@ -186,7 +181,7 @@ def remote_target(spec: RPCSpec, target: Any) -> Any:
     Raises ``RemoteError`` when the server cannot be had or has no such device.
     """
     with session(spec) as sess:
-        dev = remote_device(sess, spec, _device_kind(target_kind(target)))
+        dev = remote_device(sess, spec, device_kind(target))
         return device_target(target, dev) if is_gpu_target(target) else resolve_target(target)
 
 
@@ -212,7 +207,7 @@ class RemoteModules:
 
     def device(self, target: Any) -> Any:
         """The remote device a module built for ``target`` runs on."""
-        return remote_device(self._session, self.spec, _device_kind(target_kind(target)))
+        return remote_device(self._session, self.spec, device_kind(target))
 
     def load(self, built: Any) -> Any:
         """``built``'s module on the server (exported, uploaded and loaded once per session)."""

@@ -1,4 +1,6 @@
-"""One parser for every way a user names a target (shared by every magic).
+"""One parser for every way a user names a target (shared by every magic), and the one place that
+asks what a target is: :func:`is_cpu`, :func:`is_cuda`, :func:`is_gpu_target`, :func:`device_kind`
+(``tests/test_layers.py`` fails on a target's kind compared by hand anywhere else).
 
 ``llvm`` / ``cpu`` and the course's strings (``"llvm -num-cores=2"``) mean *this* CPU: TVM 0.27's
 plain ``{"kind": "llvm"}`` emits SSE-only code, so ``mcpu`` is set to the host CPU unless the user
@@ -16,7 +18,10 @@ from ..errors import TargetError, error_reason
 from ..tvm_compat import host_cpu, tvm
 
 _ALIASES = {"cpu": "llvm", "gpu": "cuda"}
+#: Kinds whose code runs on a GPU (a target with the ``gpu`` key too).
 _GPU_KINDS = {"cuda", "rocm", "vulkan", "metal", "opencl", "webgpu", "nvptx"}
+#: Kinds whose code runs on the host CPU: LLVM's (the project's CPU target) and C source.
+_HOST_KINDS = {"llvm", "c"}
 
 
 def _value(text: str) -> Any:
@@ -116,9 +121,32 @@ def _to_dict(target: Any) -> dict[str, Any]:
     return json.loads(str(target))
 
 
+def _resolved(target: Any) -> Any:
+    """``target`` as a ``Target``: one already resolved is taken as it is."""
+    return target if isinstance(target, tvm().target.Target) else resolve_target(target)
+
+
 def target_kind(target: Any) -> str:
     """The kind of a target in any spelling (``llvm``, ``cuda`` ...)."""
-    return str(resolve_target(target).kind.name)
+    return str(_resolved(target).kind.name)
+
+
+def is_cpu(target: Any) -> bool:
+    """True when ``target`` (any spelling) is the project's CPU target: this CPU through LLVM
+    (vector registers, ``mcpu``, ``num-cores``)."""
+    return target_kind(target) == "llvm"
+
+
+def is_cuda(target: Any) -> bool:
+    """True when ``target`` (any spelling) builds CUDA kernels."""
+    return target_kind(target) == "cuda"
+
+
+def device_kind(target: Any) -> str:
+    """The device type a build for ``target`` runs on, as TVM's ``device()`` and PyTorch name
+    it: ``cpu`` for code that runs on the host (LLVM's, C source), else the kind (``cuda`` ...)."""
+    kind = target_kind(target)
+    return "cpu" if kind in _HOST_KINDS else kind
 
 
 #: What a GPU target needs to know about its device, and how to ask a (local or RPC) device.
@@ -159,16 +187,15 @@ def device_target(spec: Any, dev: Any) -> Any:
 
 
 def is_gpu_target(target: Any) -> bool:
-    """True when ``target`` (any spelling) runs on a GPU."""
-    target = resolve_target(target)
+    """True when ``target`` (any spelling) runs on a GPU: the one definition of a GPU."""
+    target = _resolved(target)
     return str(target.kind.name) in _GPU_KINDS or "gpu" in list(target.keys)
 
 
 def device_for(target: Any) -> Any:
     """The TVM device a module built for ``target`` runs on."""
-    target = resolve_target(target)
-    kind = str(target.kind.name)
-    return tvm().cpu(0) if kind in ("llvm", "c") else tvm().runtime.device(kind, 0)
+    kind = device_kind(target)
+    return tvm().cpu(0) if kind == "cpu" else tvm().runtime.device(kind, 0)
 
 
 def gpu_present(target: Any = "cuda") -> bool:

@@ -16,12 +16,12 @@ from typing import Any
 
 import torch
 
-from ..compilation import describe_target
+from ..compilation import describe_target, device_kind
 from ..compilation.cached_build import Built
 from ..compilation.call import check_argument, prepare, runtime_function
 from ..errors import CallError
 from .built import model_build, model_inputs
-from .torch_tensors import as_eager_returns, as_torch, check_device, shareable, torch_device
+from .torch_tensors import as_eager_returns, as_torch, check_device, shareable
 
 #: Why a backward through the module fails.
 INFERENCE_ONLY = (
@@ -39,7 +39,7 @@ class TVMModule(torch.nn.Module):
         self.signature = prepare(built, "main")
         self._main = runtime_function(built, "main")
         self.target_kind = str(built.target.kind.name)
-        self.device_type = torch_device(self.target_kind)
+        self.device_type = device_kind(built.target)  # PyTorch's name for it too
         n_inputs = model_inputs(built, self.signature)
         self.inputs = self.signature.params[:n_inputs]
         self._weight_names: list[str] = []

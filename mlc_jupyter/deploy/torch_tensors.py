@@ -35,11 +35,6 @@ def shareable(tensor: torch.Tensor) -> torch.Tensor:
     return torch.empty(tensor.shape, dtype=tensor.dtype, device=tensor.device).copy_(tensor)
 
 
-def torch_device(target_kind: str) -> str:
-    """The PyTorch device type of a TVM target kind (``llvm`` -> ``cpu``)."""
-    return "cpu" if target_kind in ("llvm", "c") else target_kind
-
-
 def check_device(tensor: torch.Tensor, what: str, device: str, target_kind: str) -> None:
     """Raise :class:`CallError` when ``tensor`` lives on another device than the build runs."""
     if tensor.device.type != device or (device != "cpu" and (tensor.device.index or 0) != 0):

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..cells import parse_script
-from ..compilation import device_for, gpu_present, resolve_target
+from ..compilation import device_for, gpu_present, is_cuda, resolve_target
 from ..compilation.call import require_device_here
 from ..config import machine_limits_path
 from ..tvm_compat import PTX_MMA, empty, tensor, version
@@ -130,7 +130,7 @@ def device_limits(target: Any, dtypes: list[str]) -> MachineLimits | None:
     """The limits a kernel built for ``target`` on ``dtypes`` data is measured against: this
     CPU's (:func:`.machine.cpu_limits`) or, for CUDA on fp32 data, the local GPU's; ``None``
     when unknown (another device, other data, a GPU that is not here)."""
-    if str(getattr(getattr(target, "kind", None), "name", "")) != "cuda":
+    if target is None or not is_cuda(target):
         return cpu_limits(target, dtypes)
     if not dtypes or any(str(d) != "float32" for d in dtypes) or not gpu_present(target):
         return None

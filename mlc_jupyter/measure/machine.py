@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..cells import parse_script
-from ..compilation import resolve_target
+from ..compilation import is_cpu, resolve_target
 from ..config import machine_limits_path
 from ..tvm_compat import compile as tvm_compile
 from ..tvm_compat import empty, host_cpu, tensor, use_all_cores, vector_bits, version
@@ -422,7 +422,7 @@ def _write_cache(limits: MachineLimits) -> None:
 def cpu_limits(target: Any, dtypes: list[str]) -> MachineLimits | None:
     """This machine's limits for kernels built for ``target`` on data of ``dtypes``: measured
     (once) for CPU targets on fp32 data, ``None`` for others (the peak is an fp32 figure)."""
-    if str(getattr(getattr(target, "kind", None), "name", "")) != "llvm":
+    if target is None or not is_cpu(target):
         return None
     if not dtypes or any(str(d) != "float32" for d in dtypes):
         return None

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..compilation import device_for
+from ..compilation import device_for, is_cpu, is_cuda, target_kind
 from ..compilation.cached_build import Built
 from ..compilation.call import prepare, relax_vm, to_device
 from ..compilation.default_schedule import PACKED_SUFFIX
@@ -237,12 +237,12 @@ def is_relax_model(variant: Any, target: Any = None) -> bool:
 
 def _limits(built: Built) -> tuple[MachineLimits | None, str]:
     """This machine's limits for the build's target (measured once, cached), or why none."""
-    kind = str(getattr(getattr(built.target, "kind", None), "name", ""))
     floats = sorted({d for d in argument_dtypes(built.mod) if d.startswith(("float", "bfloat"))})
     limits = device_limits(built.target, floats or ["float32"])
     if limits is not None and limits.peak() and limits.bandwidth():
         return limits, ""
-    if kind not in ("llvm", "cuda"):
+    if not (is_cpu(built.target) or is_cuda(built.target)):
+        kind = target_kind(built.target)
         return None, f"no roof: the limits of {kind} devices are not measured (CPU and CUDA are)"
     if any(d != "float32" for d in floats):
         return None, f"no roof: the peak is an fp32 figure and the kernels use {', '.join(floats)}"

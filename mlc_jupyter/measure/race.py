@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..compilation import describe_target, device_for, is_gpu_target, resolve_target
+from ..compilation import describe_target, device_for, device_kind, is_gpu_target
 from ..compilation.cached_build import Built
 from ..compilation.call import (
     compiled_symbol,
@@ -124,9 +124,8 @@ def tvm_contender(
 
 def device_name(target: Any) -> str:
     """``cpu`` or ``cuda:0``: the device a build for ``target`` runs on here (as PyTorch says)."""
-    device = device_for(target)
-    kind = resolve_target(target).kind.name
-    return "cpu" if kind in ("llvm", "c") else f"{kind}:{device.index}"
+    kind = device_kind(target)
+    return "cpu" if kind == "cpu" else f"{kind}:{device_for(target).index}"
 
 
 @dataclass(frozen=True)

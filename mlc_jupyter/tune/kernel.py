@@ -24,7 +24,7 @@ from pathlib import Path
 from time import perf_counter
 from typing import Any
 
-from ..compilation import device_for
+from ..compilation import device_for, is_cuda, is_gpu_target
 from ..compilation.bounds import check_bounds
 from ..compilation.intrinsics import load_tensor_intrinsics
 from ..errors import TuneError, error_reason
@@ -137,13 +137,12 @@ def tune_kernel(
     run = _prepare(mod, target, budget, work_dir, fresh, search.space, search.rpc)
     run.notes = notes
     unpin_this_thread()
-    load_tensor_intrinsics(str(run.target.kind.name), run.spaces.tensor_intrinsics)
+    load_tensor_intrinsics(run.target, run.spaces.tensor_intrinsics)
     shared = _shared_state(run.measured)
     shared.deadline = deadline or run.budget.start()
-    if str(run.target.kind.name) == "cuda" and run.rpc is None:
+    if is_cuda(run.target) and run.rpc is None:
         shared.compiler = cuda_compiler()
-    gpu = str(run.target.kind.name) != "llvm"
-    per_iter = search.per_iter or default_per_iter(run.remaining, gpu)
+    per_iter = search.per_iter or default_per_iter(run.remaining, is_gpu_target(run.target))
     callback = RecordAndReport(
         shared, run.database, run.budget, shared.deadline, run.measured.count, search.on_progress,
         str(run.log_path), str(run.work), run.measured.curves, run.peak_gflops, per_iter,

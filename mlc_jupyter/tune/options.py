@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..compilation import device_for, gpu_present, is_gpu_target, resolve_target
+from ..compilation import device_for, gpu_present, is_cpu, is_gpu_target, resolve_target
 from ..compilation.remote import RPCSpec, check_key, remote_target
 from ..compilation.targets import device_target
 from ..config import cache_dir
@@ -56,7 +56,7 @@ def tuning_target(spec: Any = None, rpc: RPCSpec | None = None) -> Any:
                 " --rpc HOST:PORT:KEY (or set TVM_TRACKER_HOST/PORT/KEY)",
             )
         return device_target(spec if spec is not None else target, device_for(target))
-    if kind != "llvm":
+    if not is_cpu(target):
         raise TargetError(f"cannot tune for target kind {kind!r}")
     if rpc is not None:
         check_key(rpc)  # a key nobody serves would keep the runner waiting

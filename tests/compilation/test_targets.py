@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from mlc_jupyter.compilation import describe_target, gpu_present, is_gpu_target, resolve_target
+from mlc_jupyter.compilation import (
+    describe_target,
+    device_kind,
+    gpu_present,
+    is_cpu,
+    is_cuda,
+    is_gpu_target,
+    resolve_target,
+)
 from mlc_jupyter.errors import TargetError
 from mlc_jupyter.tvm_compat import host_cpu, tvm
 
@@ -58,6 +66,28 @@ def test_cuda_without_a_gpu_builds_for_an_arch_nvcc_compiles_without_a_warning_e
 def test_cpu_targets_are_not_gpu_targets_and_are_present():
     assert not is_gpu_target("llvm -num-cores=2")
     assert gpu_present("llvm")
+
+
+@pytest.mark.parametrize(
+    ("spec", "cpu", "cuda", "gpu", "device"),
+    [
+        ("llvm", True, False, False, "cpu"),
+        ("cpu", True, False, False, "cpu"),
+        ("llvm -num-cores=2", True, False, False, "cpu"),
+        ({"kind": "llvm", "mcpu": "znver3"}, True, False, False, "cpu"),
+        ("c", False, False, False, "cpu"),
+        ("cuda", False, True, True, "cuda"),
+        ("gpu", False, True, True, "cuda"),
+        ("nvidia/nvidia-h100", False, True, True, "cuda"),
+        ("rocm", False, False, True, "rocm"),
+        ("vulkan", False, False, True, "vulkan"),
+    ],
+)
+def test_a_target_in_any_spelling_is_asked_one_way(spec, cpu, cuda, gpu, device):
+    target = resolve_target(spec)
+    for asked in (spec, target):  # a spelling, or a target resolved once at the edge
+        assert is_cpu(asked) is cpu and is_cuda(asked) is cuda and is_gpu_target(asked) is gpu
+        assert device_kind(asked) == device
 
 
 def test_describe_shows_the_resolved_target():

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ...compilation import is_cpu
 from ...tvm_compat import config_thread_pool, use_all_cores
 
 _MEASURERS: dict[int, ThreadPoolExecutor] = {}
@@ -84,6 +85,6 @@ def host_cores(target: Any) -> int:
     a GPU target, whose ``num-cores`` says nothing about the host: its search, which lowers
     each mutant to check it against the GPU's limits, is most of a GPU tune's time.
     """
-    if str(target.kind.name) == "llvm":
+    if is_cpu(target):
         return target_cores(target)
     return os.cpu_count() or 1

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...compilation import is_cpu, is_cuda
 from ...compilation.intrinsics import load_tensor_intrinsics
 from ...errors import TuneError
 from ...measure.timer import argument_dtypes
@@ -68,7 +69,7 @@ def function_key(func: Any) -> str:
 
 def _matmul_space(mod: Any, target: Any) -> Any | None:
     """The matmul space for ``mod`` on ``target``, or ``None`` when it does not apply."""
-    if str(target.kind.name) != "llvm":
+    if not is_cpu(target):
         return None
     from .matmul import is_matmul_like, space_generator  # deferred: imports TVM
 
@@ -77,7 +78,7 @@ def _matmul_space(mod: Any, target: Any) -> Any | None:
 
 def _conv_space(mod: Any, target: Any) -> Any | None:
     """The direct-convolution space for ``mod`` on ``target``, or ``None`` when it does not apply."""
-    if str(target.kind.name) != "llvm":
+    if not is_cpu(target):
         return None
     from .conv import is_window_like, space_generator  # deferred: imports TVM
 
@@ -93,7 +94,7 @@ def _sm(target: Any) -> int | None:
 def uses_tensor_cores(mod: Any, target: Any) -> bool:
     """Whether ``mod`` is searched in MetaSchedule's tensor-core space on ``target``: a CUDA
     GPU with tensor cores (``sm_70`` or newer, or no architecture named) and fp16 data."""
-    if str(target.kind.name) != "cuda":
+    if not is_cuda(target):
         return False
     sm = _sm(target)
     if sm is not None and sm < TENSOR_CORE_MIN_SM:
@@ -151,7 +152,7 @@ def choose_spaces(mods: list[Any], target: Any, space: Any) -> Spaces:
         elif conv is not None:
             out.generators.append(conv)
             out.names.append("conv")
-        elif space == "default" and str(target.kind.name) == "cuda":
+        elif space == "default" and is_cuda(target):
             tensor_cores = uses_tensor_cores(mod, target)
             out.generators.append(cuda_space(tensor_cores))
             out.names.append("tensor-core" if tensor_cores else "metaschedule")

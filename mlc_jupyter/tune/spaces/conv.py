@@ -25,6 +25,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from ...compilation import is_cpu
 from ...compilation.conv_schedule import (
     ORDERS,
     NotWindow,
@@ -54,7 +55,7 @@ def design_spaces(unit: VectorUnit) -> Any:
 
 def is_window_like(mod: Any, target: Any) -> bool:
     """Whether :func:`design_spaces` schedules ``mod`` (its one PrimFunc ``main``) for ``target``."""
-    if str(target.kind.name) != "llvm":
+    if not is_cpu(target):
         return False
     try:
         dtype = find_window(Schedule(mod), 16).dtype
