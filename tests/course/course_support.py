@@ -123,3 +123,44 @@ def seed_cells(prefix: str) -> dict[int, str]:
             cells[start] = "\n".join(lines[start : number - 1]) + "\n"
             start = None
     return cells
+
+
+def run_in_kernel(cells: list[str], timeout: int = 600) -> Any:
+    """Run ``cells`` in order in a fresh kernel after ``%load_ext mlc_jupyter`` (course mode on),
+    in a temporary working directory; every cell runs, errors are kept in its outputs. Returns
+    the notebook (``nb.cells[i + 1]`` is ``cells[i]``)."""
+    import tempfile
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in ["%load_ext mlc_jupyter", *cells]]
+    client = NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+        resources={"metadata": {"path": tempfile.mkdtemp(prefix="mlc-seed-")}},
+    )  # fmt: skip
+    client.execute()
+    return nb
+
+
+def cell_text(cell: Any) -> str:
+    """What a cell printed (its streams) and its errors' tracebacks, colours removed."""
+    import re
+
+    parts = []
+    for out in cell.outputs:
+        if out.output_type == "stream":
+            parts.append(out.text)
+        elif out.output_type == "error":
+            parts.append("\n".join(out.traceback))
+    return re.sub(r"\x1b\[[0-9;]*m", "", "".join(parts))
+
+
+def cell_errors(nb: Any) -> list[tuple[int, str]]:
+    """``(index, traceback)`` of every cell that failed."""
+    return [
+        (i, cell_text(c))
+        for i, c in enumerate(nb.cells)
+        if any(o.output_type == "error" for o in c.outputs)
+    ]
