@@ -130,7 +130,7 @@ def _ms(seconds: float | None) -> str:
 
 def print_model(res: dict) -> None:
     """One model's tables, printed as soon as it is done (a later model's failure keeps them)."""
-    from mlc_jupyter.display.models import profile_text
+    from mlc_jupyter.display.profile import profile_text
     from mlc_jupyter.display.timing import report_text
     from mlc_jupyter.display.tune import result_text
 

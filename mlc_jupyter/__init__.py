@@ -42,10 +42,13 @@ def __getattr__(name: str) -> Any:
 
 def load_ipython_extension(ipython: Any) -> None:
     """Called by ``%load_ext mlc_jupyter``: register every magic and display formatter."""
-    from .magics import register_all  # deferred: IPython's layer, only when IPython asks
+    # deferred: IPython's layer, only when IPython asks
+    from .display.formatters import register_formatters
+    from .magics import register_all
 
     use_all_cores()  # before the kernel's first TVM kernel sizes its thread pool
     register_all(ipython)
+    register_formatters(ipython)  # the one table of rich output, once
 
 
 def unload_ipython_extension(ipython: Any) -> None:

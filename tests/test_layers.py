@@ -490,6 +490,34 @@ def test_each_boundary_file_is_short_and_has_a_contract_test():
     )
 
 
+#: The one table of rich output (type -> HTML and text), registered once at ``%load_ext``.
+FORMATTER_TABLE = "display/formatters.py"
+#: IPython's ways to register a formatter, and the object that holds them.
+FORMATTER_REGISTRATION = {"for_type", "for_type_by_name", "display_formatter"}
+
+
+def _formatter_registrations(path: Path) -> list[str]:
+    return [
+        f"{_where(path, node.lineno)}: .{node.attr}"
+        for node in ast.walk(_tree(path))
+        if isinstance(node, ast.Attribute) and node.attr in FORMATTER_REGISTRATION
+    ]
+
+
+def test_formatters_are_registered_from_one_table():
+    wrong = [
+        use
+        for path in _sources()
+        if path.relative_to(PACKAGE).as_posix() != FORMATTER_TABLE
+        for use in _formatter_registrations(path)
+    ]
+    assert not wrong, (
+        f"a display formatter registered outside mlc_jupyter/{FORMATTER_TABLE}: give the type "
+        "its row in formatter_table() there (registered once at %load_ext, so it renders "
+        "whichever magic made it):\n" + "\n".join(wrong)
+    )
+
+
 #: The one module that asks what a target is (``is_cpu``, ``is_cuda``, ``is_gpu_target``,
 #: ``device_kind``); elsewhere a target's kind is never compared by hand.
 TARGET_MODULE = "compilation/targets.py"
@@ -675,6 +703,11 @@ PLANTS = {
         "    kind = str(target.kind.name)\n"
         '    return kind != "llvm" or target.kind.name in ("cuda", "rocm")\n'
     ),
+    "display/planted_formatter.py": (
+        "def register(ipython):\n"
+        "    html = ipython.display_formatter.formatters['text/html']\n"
+        "    html.for_type(int, str)\n"
+    ),
     "measure/planted_deferred.py": (
         "def said():\n    import json  # deferred: planted, with its reason\n\n    return json\n\n\n"
         "def unsaid():\n    import csv\n\n    return csv\n"
@@ -716,6 +749,10 @@ CAUGHT = [
         r"planted_deferred\.py:8: import csv",
     ),
     (test_no_version_specific_tvm_name_outside_the_boundary, r"results\.py:\d+: get_sblock"),
+    (
+        test_formatters_are_registered_from_one_table,
+        r"planted_formatter\.py:2: \.display_formatter.*planted_formatter\.py:3: \.for_type",
+    ),
     (
         test_a_target_is_asked_one_way,
         r"planted_kind\.py:3: kind != 'llvm'.*planted_kind\.py:3: target\.kind\.name in",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tvm_compat import IR_DISPLAY_TYPES
 from .highlight import code_bundle
 
 
@@ -33,10 +32,3 @@ def ir_bundle(obj: Any, name: str = "") -> dict[str, str]:
 def ir_html(obj: Any) -> str:
     """IPython HTML formatter for IR objects."""
     return ir_bundle(obj)["text/html"]
-
-
-def register_formatters(ipython: Any) -> None:
-    """Show IR objects highlighted wherever they are displayed, without importing TVM now."""
-    html = ipython.display_formatter.formatters["text/html"]
-    for module, name in IR_DISPLAY_TYPES:
-        html.for_type_by_name(module, name, ir_html)

@@ -1,4 +1,4 @@
-"""Timings and builds as rich output: a table plus an inline SVG bar chart, with a text fallback.
+"""Timings as rich output: a table plus an inline SVG bar chart, with a text fallback.
 
 The chart is inline SVG (no image file, no script), so it survives in a saved notebook and on
 GitHub / nbviewer; colours follow JupyterLab's theme variables with fallbacks.
@@ -9,8 +9,6 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ..compilation.cached_build import Built
-from ..compilation.targets import describe_target
 from ..measure.compare import TimingReport
 from ..measure.timer import Timing
 from .highlight import PLAIN_PRE
@@ -221,22 +219,6 @@ def report_bundle(report: TimingReport) -> dict[str, str]:
     return {"text/html": report_html(report), "text/plain": report_text(report)}
 
 
-def built_text(built: Built, name: str = "") -> str:
-    how = "cached, built before" if built.cached else f"built in {built.build_s:.2f} s"
-    if getattr(built, "from_disk", False):
-        how = "cached on disk, built before"
-    if getattr(built, "checked", False):
-        how += ", checked (every buffer index is tested at run time)"
-    funcs = "; ".join(
-        f"{n}({', '.join(p.describe() for p in sig.params)})" for n, sig in built.signatures.items()
-    )
-    label = f"{name}: " if name else ""
-    text = f"{label}{how} for {describe_target(built.target)}\nfunctions: {funcs}"
-    if built.device_code is not None:
-        text += "\n" + built.device_code.summary()
-    return "\n".join([text, *built.notes])
-
-
 #: The report ``%mlc_time -o`` last showed, and the cell (execution count) that showed it.
 _shown: list[Any] = [None, None]
 
@@ -250,31 +232,14 @@ def mark_shown(report: TimingReport, execution_count: int) -> None:
     _shown[:] = [report, execution_count]
 
 
+def shown_above(report: TimingReport, execution_count: int) -> bool:
+    """Whether ``%mlc_time -o`` already showed ``report`` in the cell now running."""
+    return _shown[0] is report and _shown[1] == execution_count
+
+
 def summary_line(report: TimingReport) -> str:
     """``<TimingReport: 3 variants, fastest f 12.3 us (table above)>``."""
     timed = [t for t in report.timings if t.median_s is not None]
     best = min(timed, key=lambda t: t.median_s) if timed else None
     fastest = f", fastest {best.name} {format_time(best.median_s)}" if best else ""
     return f"<TimingReport: {len(report.timings)} variants{fastest} (table above)>"
-
-
-def register_formatters(ipython: Any) -> None:
-    """Show timing reports and builds with these renderers."""
-    formatters = ipython.display_formatter.formatters
-
-    def shown_above(report: TimingReport) -> bool:
-        return _shown[0] is report and _shown[1] == ipython.execution_count
-
-    def report_as_html(report: TimingReport) -> str | None:
-        return None if shown_above(report) else report_html(report)
-
-    def report_as_text(report: TimingReport, p: Any, cycle: bool) -> None:
-        p.text(summary_line(report) if shown_above(report) else report_text(report))
-
-    formatters["text/html"].for_type(TimingReport, report_as_html)
-    formatters["text/plain"].for_type(TimingReport, report_as_text)
-    formatters["text/html"].for_type(Timing, lambda t: report_html(TimingReport((t,))))
-    formatters["text/plain"].for_type(
-        Timing, lambda t, p, cycle: p.text(report_text(TimingReport((t,))))
-    )
-    formatters["text/plain"].for_type(Built, lambda b, p, cycle: p.text(built_text(b)))

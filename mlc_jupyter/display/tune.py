@@ -431,10 +431,3 @@ def result_bundle(result: TuneResult) -> dict[str, str]:
         f'<div style="display: flex; gap: 12px; align-items: flex-start">{svg}{roof}</div></div>',
         "text/plain": text,
     }
-
-
-def register_formatters(ipython: Any) -> None:
-    """Show a :class:`TuneResult` with :func:`result_bundle` in notebooks and terminals."""
-    formatters = ipython.display_formatter.formatters
-    formatters["text/html"].for_type(TuneResult, lambda r: result_bundle(r)["text/html"])
-    formatters["text/plain"].for_type(TuneResult, lambda r, p, cycle: p.text(result_text(r)))

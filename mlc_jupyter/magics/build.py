@@ -12,8 +12,8 @@ from IPython.display import display
 from ..compilation import SCHEDULES, SOURCE_KINDS, build_module, generated_source
 from ..compilation.remote import parse_rpc, remote_target
 from ..config import checked_builds, set_checked_builds
+from ..display.build import built_text
 from ..display.highlight import code_bundle
-from ..display.timing import built_text
 from ..errors import KernelCompileError
 from .lookup import lookup
 from .progress import StageProgress

@@ -12,7 +12,7 @@ from IPython.display import display
 from ..cells import parse_script
 from ..cells.parse import ParsedCell
 from ..display.graph import GraphView
-from ..display.ir import ir_bundle, register_formatters
+from ..display.ir import ir_bundle
 from ..graph import relax_function_names
 from ..tvm_compat import ir_module_type, relax_function_type
 
@@ -94,4 +94,3 @@ class CellMagics(Magics):
 
 def register(ipython: Any) -> None:
     ipython.register_magics(CellMagics)
-    register_formatters(ipython)

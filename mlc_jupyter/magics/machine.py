@@ -9,9 +9,9 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from ..compilation import is_gpu_target
-from ..display.roofline import limits_bundle, limits_text
+from ..display.roofline import limits_bundle
 from ..measure.gpu_limits import gpu_limits
-from ..measure.machine import MachineLimits, machine_limits
+from ..measure.machine import machine_limits
 
 
 @magics_class
@@ -44,8 +44,5 @@ class MachineMagics(Magics):
 
 
 def register(ipython: Any) -> None:
-    """Register ``%mlc_machine`` and the renderer of :class:`MachineLimits`."""
+    """Register ``%mlc_machine``."""
     ipython.register_magics(MachineMagics)
-    formatters = ipython.display_formatter.formatters
-    formatters["text/html"].for_type(MachineLimits, lambda m: limits_bundle(m)["text/html"])
-    formatters["text/plain"].for_type(MachineLimits, lambda m, p, cycle: p.text(limits_text(m)))

@@ -8,7 +8,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from ..display.models import import_bundle, register_formatters
+from ..display.models import import_bundle
 from ..models import import_model
 from .lookup import lookup, unquote
 from .progress import StageProgress
@@ -61,4 +61,3 @@ class ModelMagics(Magics):
 
 def register(ipython: Any) -> None:
     ipython.register_magics(ModelMagics)
-    register_formatters(ipython)

@@ -8,8 +8,8 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from ..display.models import profile_bundle
-from ..display.timing import mark_shown, register_formatters, report_bundle
+from ..display.profile import profile_bundle
+from ..display.timing import mark_shown, report_bundle
 from ..measure import Sampling, is_relax_model, profile_kernels, time_functions
 from .lookup import lookup, unquote
 
@@ -98,6 +98,5 @@ class TimingMagics(Magics):
 
 
 def register(ipython: Any) -> None:
-    """Register ``%mlc_time`` and the renderers of builds and timings."""
+    """Register ``%mlc_time``."""
     ipython.register_magics(TimingMagics)
-    register_formatters(ipython)

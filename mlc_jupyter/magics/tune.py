@@ -11,7 +11,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from .. import tune as tuning  # tuning.tune loads TVM on first use
-from ..display.tune import progress_bundle, progress_text, register_formatters, result_bundle
+from ..display.tune import progress_bundle, progress_text, result_bundle
 from ..tvm_compat import is_tvm_object
 from .lookup import lookup
 
@@ -180,4 +180,3 @@ class TuneMagics(Magics):
 
 def register(ipython: Any) -> None:
     ipython.register_magics(TuneMagics)
-    register_formatters(ipython)

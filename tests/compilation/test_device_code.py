@@ -23,7 +23,7 @@ from mlc_jupyter.compilation.device_code import (
     find_nvcc,
     kernel_error,
 )
-from mlc_jupyter.display.timing import built_text
+from mlc_jupyter.display.build import built_text
 from mlc_jupyter.errors import KernelCompileError
 from mlc_jupyter.tvm_compat import nvcc_compile
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from mlc_jupyter.compilation.cached_build import Built
-from mlc_jupyter.display.models import profile_bundle
+from mlc_jupyter.display.profile import profile_bundle
 from mlc_jupyter.errors import ModelImportError
 from mlc_jupyter.measure import profile_kernels
 from mlc_jupyter.results import ImportedModel

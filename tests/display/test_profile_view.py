@@ -11,7 +11,7 @@ import torch
 from model_support import mlp
 
 from mlc_jupyter.compilation import build_module
-from mlc_jupyter.display.models import profile_html, profile_text
+from mlc_jupyter.display.profile import profile_html, profile_text
 from mlc_jupyter.measure import profile_kernels
 from mlc_jupyter.measure.profile import KernelProfile, KernelTime
 from mlc_jupyter.models import import_model
