@@ -490,6 +490,33 @@ def test_each_boundary_file_is_short_and_has_a_contract_test():
     )
 
 
+def _magic_families() -> set[str]:
+    """The magic families: the modules ``MAGIC_MODULES`` in ``magics/__init__.py`` names."""
+    for node in ast.walk(_tree(PACKAGE / "magics" / "__init__.py")):
+        if isinstance(node, ast.AnnAssign | ast.Assign):
+            targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
+            if any(getattr(t, "id", "") == "MAGIC_MODULES" for t in targets):
+                return set(ast.literal_eval(node.value))
+    raise AssertionError("magics/__init__.py no longer defines MAGIC_MODULES")
+
+
+def test_no_magic_family_imports_another():
+    families = _magic_families()
+    modules = {_module(p) for p in _sources()}
+    wrong = [
+        f"{_where(path, line)}: magics.{path.stem} imports {dst}"
+        for path in _sources()
+        if path.parent == PACKAGE / "magics" and path.stem in families
+        for line, dst, _ in _package_edges(path, modules)
+        if dst.startswith("magics.") and dst.split(".")[1] in families - {path.stem}
+    ]
+    assert not wrong, (
+        "a magic module imports another magic family (MAGIC_MODULES); what both need is a "
+        "helper: a module of magics/ that registers no magic (progress.py, course_state.py, "
+        "lookup.py), or a service:\n" + "\n".join(wrong)
+    )
+
+
 #: The one table of rich output (type -> HTML and text), registered once at ``%load_ext``.
 FORMATTER_TABLE = "display/formatters.py"
 #: IPython's ways to register a formatter, and the object that holds them.
@@ -708,6 +735,7 @@ PLANTS = {
         "    html = ipython.display_formatter.formatters['text/html']\n"
         "    html.for_type(int, str)\n"
     ),
+    "magics/planted_magic.py": "from .tune import TuneMagics\nfrom .progress import QUIET_S\n",
     "measure/planted_deferred.py": (
         "def said():\n    import json  # deferred: planted, with its reason\n\n    return json\n\n\n"
         "def unsaid():\n    import csv\n\n    return csv\n"
@@ -750,6 +778,10 @@ CAUGHT = [
     ),
     (test_no_version_specific_tvm_name_outside_the_boundary, r"results\.py:\d+: get_sblock"),
     (
+        test_no_magic_family_imports_another,
+        r"planted_magic\.py:1: magics\.planted_magic imports magics\.tune\n",
+    ),
+    (
         test_formatters_are_registered_from_one_table,
         r"planted_formatter\.py:2: \.display_formatter.*planted_formatter\.py:3: \.for_type",
     ),
@@ -777,6 +809,8 @@ def planted_package(tmp_path_factory) -> Path:
         (root / rel).write_text(text)
     with (root / "results.py").open("a") as results:
         results.write(APPENDED_TO_RESULTS)
+    magics = root / "magics" / "__init__.py"  # the planted magic is a family of its own
+    magics.write_text(magics.read_text().replace('"export",', '"export", "planted_magic",'))
     return root
 
 

@@ -15,7 +15,7 @@ from ..display.passes import passes_bundle
 from ..passes import run_pass_cell, run_pipeline
 from ..tvm_compat import ir_module_type, script_namespaces
 from ..widgets.pass_stepper import PassStepper
-from .course import course_spelling_options
+from .course_state import course_spelling_options
 from .lookup import lookup
 
 

@@ -1,8 +1,11 @@
-"""Progress of a long step (import, build) that appears only once it has taken a couple of seconds.
+"""Progress views the magics share: a long step (import, build) that appears only once it has
+taken a couple of seconds, and a tuning run's live progress.
 
-A service reports ``(stage, done, total)``; this shows one updating line in a notebook (a line now
-and then in a terminal) with the time so far, but only when the whole step runs longer than
-``QUIET_S``: a quick import or a cached build stays silent.
+A service reports ``(stage, done, total)``; :class:`StageProgress` shows one updating line in a
+notebook (a line now and then in a terminal) with the time so far, but only when the whole step
+runs longer than ``QUIET_S``: a quick import or a cached build stays silent.
+:class:`LiveTuneProgress` hears a tune's progress events (``%mlc_tune``, and the course's
+``ms.tune_tir`` in course mode).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from types import TracebackType
 from typing import Any
 
 from IPython.display import display
+
+from ..display.tune import progress_bundle, progress_text
 
 #: Steps quicker than this show no progress at all.
 QUIET_S = 2.0
@@ -75,3 +80,47 @@ class StageProgress:
         elif line.split(" (")[0] != self.printed.split(" (")[0]:
             self.printed = line
             print(line, flush=True)
+
+
+class LiveTuneProgress:
+    """Live progress: one updated display in a notebook, a line now and then in a terminal."""
+
+    def __init__(self, shell: Any, quiet: bool) -> None:
+        self.quiet = quiet
+        self.rich = getattr(shell, "kernel", None) is not None
+        self.handle: Any = None
+        self.curves: dict[str, Any] = {}
+        self.last = 0.0
+        self.started = False
+
+    def task_started(self, index: int, total: int, task: Any) -> None:
+        """A whole model's next kernel: say which, of how many this budget reaches, and give it
+        a progress display of its own."""
+        if self.quiet:
+            return
+        print(
+            f"tuning kernel {index + 1} of the {total} this budget reaches: {task.name} "
+            f"({task.share:.1%} of the model's time)",
+            flush=True,
+        )
+        self.handle, self.curves, self.started = None, {}, True
+
+    def __call__(self, event: Any) -> None:
+        if self.quiet:
+            return
+        if not self.started:
+            self.started = True
+            print(f"tuning in {event.work_dir} (MetaSchedule log: {event.log_path})")
+        self.curves[event.task] = event.curve
+        if self.rich:
+            bundle = progress_bundle(event, self.curves)
+            if self.handle is None:
+                self.handle = display(bundle, raw=True, display_id=True)
+            else:
+                self.handle.update(bundle, raw=True)
+            return
+        now = time.perf_counter()
+        done = event.trials_total is not None and event.trials_done >= event.trials_total
+        if now - self.last >= 2.0 or done:
+            self.last = now
+            print(progress_text(event), flush=True)

@@ -13,7 +13,7 @@ from ..display.schedule import schedule_bundle
 from ..schedule import ScheduleSession
 from ..schedule.session import driven_schedule_steps
 from ..widgets.schedule_stepper import ScheduleStepper
-from .course import course_spelling_options
+from .course_state import course_spelling_options
 from .lookup import lookup
 
 

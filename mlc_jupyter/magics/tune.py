@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -11,53 +10,10 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from .. import tune as tuning  # tuning.tune loads TVM on first use
-from ..display.tune import progress_bundle, progress_text, result_bundle
+from ..display.tune import result_bundle
 from ..tvm_compat import is_tvm_object
 from .lookup import lookup
-
-
-class LiveTuneProgress:
-    """Live progress: one updated display in a notebook, a line now and then in a terminal."""
-
-    def __init__(self, shell: Any, quiet: bool) -> None:
-        self.quiet = quiet
-        self.rich = getattr(shell, "kernel", None) is not None
-        self.handle: Any = None
-        self.curves: dict[str, Any] = {}
-        self.last = 0.0
-        self.started = False
-
-    def task_started(self, index: int, total: int, task: Any) -> None:
-        """A whole model's next kernel: say which, of how many this budget reaches, and give it
-        a progress display of its own."""
-        if self.quiet:
-            return
-        print(
-            f"tuning kernel {index + 1} of the {total} this budget reaches: {task.name} "
-            f"({task.share:.1%} of the model's time)",
-            flush=True,
-        )
-        self.handle, self.curves, self.started = None, {}, True
-
-    def __call__(self, event: Any) -> None:
-        if self.quiet:
-            return
-        if not self.started:
-            self.started = True
-            print(f"tuning in {event.work_dir} (MetaSchedule log: {event.log_path})")
-        self.curves[event.task] = event.curve
-        if self.rich:
-            bundle = progress_bundle(event, self.curves)
-            if self.handle is None:
-                self.handle = display(bundle, raw=True, display_id=True)
-            else:
-                self.handle.update(bundle, raw=True)
-            return
-        now = time.perf_counter()
-        done = event.trials_total is not None and event.trials_done >= event.trials_total
-        if now - self.last >= 2.0 or done:
-            self.last = now
-            print(progress_text(event), flush=True)
+from .progress import LiveTuneProgress
 
 
 def _workload(shell: Any, name: str) -> Any:

@@ -43,7 +43,7 @@ def test_in_course_mode_the_ir_and_trace_show_the_course_spelling_one_choice_fro
     import html
     import re
 
-    from mlc_jupyter.magics.course import course_spelling_options
+    from mlc_jupyter.magics.course_state import course_spelling_options
     from mlc_jupyter.widgets.schedule_stepper import ScheduleStepper
 
     options = course_spelling_options(shell)  # what %%mlc_schedule passes: course mode is on
