@@ -153,3 +153,91 @@ def test_the_path_check_catches_a_planted_stale_path():
         "line 2: driver.py (no such file)",
         "line 2: search/driver.py (no such file)",
     ]
+
+
+def _layout_row(folder: str, text: str) -> str:
+    """The layout table's row of ``folder`` (``mlc_jupyter/magics/``)."""
+    start = text.index(f"| `{folder}` |")
+    return text[start : text.index("\n", start)]
+
+
+def developing_magic_modules(text: str) -> set[str]:
+    """The magic families the magics row of DEVELOPING's layout table lists: ``(`cells`: ...;
+    `build`: ...)``, the names before the row says what each has."""
+    row = _layout_row("mlc_jupyter/magics/", text)
+    families = row[row.index("one module per magic family (") : row.index("each has `register")]
+    return set(re.findall(r"`([a-z_]+)`", families))
+
+
+def test_developing_lists_every_magic_module():
+    from mlc_jupyter.magics import MAGIC_MODULES
+
+    listed = developing_magic_modules(DEVELOPING.read_text())
+    assert listed == set(MAGIC_MODULES), (
+        "docs/DEVELOPING.md's magics row ('one module per magic family (...)') and MAGIC_MODULES "
+        f"differ: missing {sorted(set(MAGIC_MODULES) - listed)}, not magic modules "
+        f"{sorted(listed - set(MAGIC_MODULES))}; add '`name`: %magic' for each"
+    )
+
+
+def test_the_magic_list_check_catches_a_planted_omission():
+    """Positive control: a row that leaves out ``machine`` and names a module that is none."""
+    row = (
+        "| `mlc_jupyter/magics/` | one module per magic family (`cells`: `%%tir`; `gone`: x); "
+        "each has `register(ipython)` | |\n"
+    )
+    assert developing_magic_modules(row) == {"cells", "gone"}
+
+
+TESTS = REPO / "tests"
+
+
+def rule_gaps(text: str, tests: Path = TESTS) -> list[str]:
+    """What DEVELOPING's test-file rule leaves out: top-level test files that test no top-level
+    module and are not named as whole-package checks, test folders that mirror no package and
+    are not named as end-to-end folders (and names in the rule that are neither)."""
+    start = text.index("- Tests mirror the package:")
+    rule = text[start : text.index("\n- ", start + 1)]
+    named = set(re.findall(r"`(test_\w+\.py)`", rule))
+    folders = set(re.findall(r"`tests/(\w+)/`", rule))
+    gaps = []
+    for path in sorted(tests.glob("test_*.py")):
+        module = REPO / "mlc_jupyter" / f"{path.name.removeprefix('test_')}"
+        if not module.exists() and path.name not in named:
+            gaps.append(
+                f"tests/{path.name}: tests no top-level module and the rule does not name it"
+            )
+    for name in sorted(named - {p.name for p in tests.glob("test_*.py")}):
+        gaps.append(f"tests/{name}: named by the rule, not in the tree")
+    for path in sorted(
+        p for p in tests.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))
+    ):
+        if not (REPO / "mlc_jupyter" / path.name).is_dir() and path.name not in folders:
+            gaps.append(
+                f"tests/{path.name}/: mirrors no package and is no end-to-end folder the rule names"
+            )
+    return gaps
+
+
+def test_developing_s_test_file_rule_matches_the_tree():
+    gaps = rule_gaps(DEVELOPING.read_text())
+    assert not gaps, (
+        "docs/DEVELOPING.md's rule 'Tests mirror the package' and tests/ differ; name the file or "
+        "folder in the rule (a whole-package check, an end-to-end folder) or move it:\n"
+        + "\n".join(gaps)
+    )
+
+
+def test_the_test_file_rule_check_catches_a_planted_stray(tmp_path):
+    """Positive control: a top-level test of nothing, and an unnamed end-to-end folder."""
+    (tmp_path / "test_layers.py").write_text("")
+    (tmp_path / "test_errors.py").write_text("")  # tests mlc_jupyter/errors.py
+    (tmp_path / "test_everything.py").write_text("")
+    (tmp_path / "cells").mkdir()
+    (tmp_path / "soak").mkdir()
+    rule = "- Tests mirror the package: checks `test_layers.py`, `test_gone.py`; `tests/gpu/`.\n- x"
+    assert rule_gaps(rule, tmp_path) == [
+        "tests/test_everything.py: tests no top-level module and the rule does not name it",
+        "tests/test_gone.py: named by the rule, not in the tree",
+        "tests/soak/: mirrors no package and is no end-to-end folder the rule names",
+    ]

@@ -871,6 +871,16 @@ def test_the_test_tree_mirrors_the_package():
         f"go in tests/<pkg>/test_<module>.py (end-to-end folders: {sorted(CROSS_CUTTING_TEST_DIRS)} "
         f"in {HERE})"
     )
+    for folder in sorted(tests.glob("*/**/")):
+        rel = folder.relative_to(tests)
+        if rel.parts[0] in CROSS_CUTTING_TEST_DIRS or len(rel.parts) < 2:
+            continue
+        if folder.name.startswith((".", "_")) or not any(folder.glob("test_*.py")):
+            continue
+        assert (PACKAGE / rel / "__init__.py").exists(), (
+            f"tests/{rel.as_posix()}/ names no subpackage of mlc_jupyter: tests of "
+            f"mlc_jupyter/<pkg>/<sub>/<module>.py go in tests/<pkg>/<sub>/test_<module>.py"
+        )
     names: dict[str, Path] = {}
     for path in sorted(tests.rglob("test_*.py")):
         other = names.setdefault(path.name, path)
@@ -885,12 +895,14 @@ def test_the_test_tree_mirrors_the_package():
     [
         (["notapackage/test_x.py"], r"tests/notapackage/ names no package"),
         (["tune/test_records.py", "measure/test_records.py"], r"share a file name"),
+        (["tune/gone/test_x.py"], r"tests/tune/gone/ names no subpackage"),
     ],
 )
 def test_the_mirror_check_catches_a_planted_stray(planted, message, tmp_path, monkeypatch):
-    """Positive control: a test folder no package has, and one test file name used twice."""
+    """Positive control: a test folder no package has (at the top or below), and one test file
+    name used twice."""
     for rel in planted:
-        (tmp_path / rel).parent.mkdir(exist_ok=True)
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("")
     monkeypatch.setattr(sys.modules[__name__], "TESTS", tmp_path)
     with pytest.raises(AssertionError, match=message):
