@@ -10,7 +10,7 @@ from IPython.display import display
 
 from ..display.profile import profile_bundle
 from ..display.timing import mark_shown, report_bundle
-from ..measure import Sampling, is_relax_model, profile_kernels, time_functions
+from ..measure import Sampling, builds_relax_module, profile_kernels, time_functions
 from .lookup import lookup, unquote
 
 
@@ -91,7 +91,7 @@ class TimingMagics(Magics):
             mark_shown(report, self.shell.execution_count)
         if args.breakdown:
             for name, variant in variants.items():
-                if is_relax_model(variant, args.target):
+                if builds_relax_module(variant, args.target):
                     profile = profile_kernels(variant, args.target, args=inputs, name=name)
                     display(profile_bundle(profile), raw=True)
         return report if args.output else None

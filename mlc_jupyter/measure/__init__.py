@@ -2,7 +2,7 @@
 
 from .compare import TimingReport, report_for, time_functions
 from .machine import MachineLimits
-from .profile import KernelProfile, KernelTime, is_relax_model, profile_kernels
+from .profile import KernelProfile, KernelTime, builds_relax_module, profile_kernels
 from .race import time_module
 from .timer import Sampling, Timing, estimate_flops
 
@@ -13,8 +13,8 @@ __all__ = [
     "Sampling",
     "Timing",
     "TimingReport",
+    "builds_relax_module",
     "estimate_flops",
-    "is_relax_model",
     "profile_kernels",
     "report_for",
     "time_functions",

@@ -230,8 +230,9 @@ def profile_kernels(
     )
 
 
-def is_relax_model(variant: Any, target: Any = None) -> bool:
-    """True for a variant that builds into a Relax module (not a kernel, not a PyTorch model)."""
+def builds_relax_module(variant: Any, target: Any = None) -> bool:
+    """True for a variant that builds into a Relax module (not a kernel, not a PyTorch model); it
+    builds the variant (cached) to tell."""
     return not is_torch_module(variant) and as_built(variant, target).relax
 
 

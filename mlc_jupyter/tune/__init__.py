@@ -59,8 +59,9 @@ def tune(
     the search has converged (:mod:`.budget`).
 
     ``space`` is ``"default"`` (the BLIS-like :mod:`.spaces.matmul` for matmul-like CPU kernels,
-    MetaSchedule's default space for the rest), ``"metaschedule"``, ``"matmul"`` or a schedule
-    function. The work dir's JSON database is the truth: a second call with the same workload and
+    the direct-convolution :mod:`.spaces.conv` for NHWC convolutions, pooling and means on CPUs,
+    MetaSchedule's CUDA or tensor-core space on GPUs, MetaSchedule's default space for the rest:
+    :mod:`.spaces.choice`), ``"metaschedule"``, ``"matmul"``, ``"conv"`` or a schedule function. The work dir's JSON database is the truth: a second call with the same workload and
     work dir measures only the trials still missing (``fresh=True`` starts over). Ctrl-C, or a
     ``KeyboardInterrupt`` raised by ``on_progress``, ends the run after the batch in flight,
     keeps every record and returns the best so far (``interrupted=True``).
