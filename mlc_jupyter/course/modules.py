@@ -78,6 +78,10 @@ class CourseModule:
     def get_function(self, name: str, *args: Any) -> Any:
         return self[name]
 
+    def __call__(self, *args: Any) -> Any:
+        """The old module call: its entry function (``rt_lib(a, b, c)`` in the TE tutorials)."""
+        return self[OLD_ENTRY](*args)
+
     def scratch_tensors(self, name: str) -> list[Any]:
         """The tensors that receive ``name``'s results its caller does not pass (made once)."""
         if name not in self._scratch_tensors:

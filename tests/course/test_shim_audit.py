@@ -177,12 +177,14 @@ def test_tvm_main_names_the_only_function_of_a_build(shell, ns):
         'b_nd = tvm.nd.array(b_np)\nc_nd = tvm.nd.empty((16, 16), dtype="float32")\n'
         'res = lib.time_evaluator("__tvm_main__", tvm.cpu(), number=2)(a_nd, b_nd, c_nd)\n'
         'd_nd = tvm.nd.empty((16, 16), dtype="float32")\nlib["__tvm_main__"](a_nd, b_nd, d_nd)\n'
+        'e_nd = tvm.nd.empty((16, 16), dtype="float32")\nlib(a_nd, b_nd, e_nd)\n'
         "both = tvm.IRModule({'f': matmul, 'g': matmul.with_attr('global_symbol', 'g')})\n"
         'two = tvm.build(both, target="llvm")\n',
     )
     expected = ns["a_np"] @ ns["b_np"]
     np.testing.assert_allclose(ns["c_nd"].numpy(), expected, rtol=1e-5)
     np.testing.assert_allclose(ns["d_nd"].numpy(), expected, rtol=1e-5)
+    np.testing.assert_allclose(ns["e_nd"].numpy(), expected, rtol=1e-5)  # lib(...): the entry
     assert len(ns["res"].results) == 1 and ns["res"].number == 2
     with capture_output() as captured:
         shell.run_cell('two.time_evaluator("__tvm_main__", tvm.cpu())', store_history=True)
