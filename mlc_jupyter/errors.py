@@ -267,6 +267,12 @@ class TraceError(MLCError):
     """A trace or a sampling decision that cannot be replayed."""
 
 
+class ForeignCodeError(MLCError):
+    """A trace, tuning record or module from a file or a database that would put native code
+    into a build (``pragma_import_llvm``, an annotation outside the allowlist, an extern call):
+    refused before anything is built, since loading a library runs its code."""
+
+
 class DeployError(MLCError):
     """A model that cannot leave the notebook as asked: not built, or a path that cannot be
     written (``%mlc_export``, the PyTorch module and ``torch.compile`` backend)."""

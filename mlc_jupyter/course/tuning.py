@@ -10,7 +10,9 @@ Every name is TVM 0.27's MetaSchedule except:
   project's "no GPU" error instead of building candidates for minutes.
 * ``ms.tir_integration.compile_tir(database, mod, target)`` returns the tuned schedule for the
   IRModule the book passes (stock 0.27 returns ``None`` for an IRModule: the stored workload
-  gained the no-alias attribute) and fails with a message instead of returning ``None``.
+  gained the no-alias attribute) and fails with a message instead of returning ``None``; a
+  record whose trace would link native code into the build is refused
+  (:mod:`mlc_jupyter.compilation.foreign`).
 * ``ms.relax_integration.tune_relax`` runs the project's tuner too.
 
 In a notebook each of them shows the live progress ``%mlc_tune`` shows (:mod:`.progress`).
@@ -21,6 +23,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+from ..compilation.foreign import check_trace
 from ..errors import TuneError
 from ..tune import tune
 from ..tune.options import tuning_target
@@ -124,6 +127,7 @@ def compile_tir(database: Any, mod: Any, target: Any) -> Any:
             "the tuning database holds no record for this module",
             hint="tune this very module first (ms.tune_tir) with the same work_dir",
         )
+    check_trace(sch.trace, "the best record of the tuning database")
     return sch
 
 

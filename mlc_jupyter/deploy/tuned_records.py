@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..compilation.default_schedule import Prepared
+from ..compilation.foreign import check_trace
 from ..errors import DeployError
 from ..tune.records import database_dirs, open_database
 from ..tune.report import TuneResult
@@ -48,7 +49,8 @@ def work_dirs(records: Any) -> tuple[Path, ...]:
 
 def apply_records(prepared: Prepared, dirs: tuple[Path, ...], target: Any) -> WithRecords:
     """``prepared.mod`` with each kernel the databases of ``dirs`` hold replaced by its best
-    schedule (the first database that has the kernel wins)."""
+    schedule (the first database that has the kernel wins); a record whose trace would link
+    code into the build is refused (:func:`~mlc_jupyter.compilation.foreign.check_trace`)."""
     databases = [open_database(d) for d in dirs]
     made = set(prepared.scheduled) | set(prepared.unscheduled)
     out = prepared.mod.clone() if databases else prepared.mod
@@ -58,10 +60,11 @@ def apply_records(prepared: Prepared, dirs: tuple[Path, ...], target: Any) -> Wi
         if name not in made:
             continue
         workload = collect_tasks(ir_module_type()({name: prepared.fused[name]}), target).mods[0]
-        for database in databases:
+        for work_dir, database in zip(dirs, databases, strict=True):
             schedule = database.query_schedule(workload, target, workload_name="main")
             if schedule is None:
                 continue
+            check_trace(schedule.trace, f"the best record of {name} in {work_dir}")
             func = schedule.mod["main"].with_attr("global_symbol", name)
             out.update_func(out.get_global_var(name), func.with_attr(IS_SCHEDULED_ATTR, True))
             tuned.append(name)

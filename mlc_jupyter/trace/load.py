@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..compilation.foreign import check_module, check_trace
 from ..errors import TraceError, error_reason
 from ..tune import top_records
 from ..tune.report import TuneResult
@@ -86,6 +87,7 @@ def _trace_from_json(obj: Any, mod: Any) -> Any:
             "a JSON trace needs the module it was recorded on",
             hint="pass it with --mod MOD (or mod=MOD)",
         )
+    check_trace(obj, "the JSON trace")
     sch = Schedule(as_module(mod))
     try:
         apply_json_trace(obj, sch)
@@ -115,6 +117,16 @@ def _pick_module(trace: Any, final: Any, candidates: Iterable[Any], label: str) 
     )
 
 
+def _record(trace: Any, workload: Any, mod: Any, work_dir: Any, target: Any) -> TraceSource:
+    """A tuning record's source, once its trace (and its workload, when no ``mod`` replaces it)
+    passed the check of code from a database (:mod:`~mlc_jupyter.compilation.foreign`)."""
+    where = f"the best tuning record in {work_dir}" if work_dir else "the tuning record"
+    check_trace(trace, where)
+    if mod is None:
+        check_module(workload, f"the workload of {where}")
+    return TraceSource(trace, as_module(mod or workload), None, "tuning record", target)
+
+
 def load(obj: Any, mod: Any = None, candidates: Iterable[Any] = ()) -> TraceSource:
     """Read a trace and its module from any of the sources the widget accepts.
 
@@ -123,7 +135,9 @@ def load(obj: Any, mod: Any = None, candidates: Iterable[Any] = ()) -> TraceSour
     obj
         ``Schedule``, ``Trace``, JSON text or value, ``TuneResult``, a tuning record (ours or
         MetaSchedule's), a list of records (the first is used), a tuning work dir, or an object
-        driving a schedule of a module it keeps (``.sch``, ``.start_mod``: a course TE schedule).
+        driving a schedule of a module it keeps (``.sch``, ``.start_mod``: a course TE
+        schedule). What comes from a file or a database (JSON, records, a work dir) is checked
+        as code first (:func:`~mlc_jupyter.compilation.foreign.check_trace`).
     mod
         The module the trace was recorded on (needed for a Schedule, Trace or JSON unless
         ``candidates`` contains it).
@@ -133,11 +147,12 @@ def load(obj: Any, mod: Any = None, candidates: Iterable[Any] = ()) -> TraceSour
 
     if isinstance(obj, list | tuple) and obj and not isinstance(obj[0], list | str):
         obj = obj[0]
+    from_dir = None
     if isinstance(obj, Path) or (isinstance(obj, str) and _is_dir(obj)):
         records = top_records(obj, 1)
         if not records:
             raise TraceError(f"{obj} holds no successful tuning record")
-        obj = records[0]
+        obj, from_dir = records[0], obj
     if isinstance(obj, TuneResult):
         workloads = list(obj.task_workloads.values()) or [obj.workload]
         final = obj.mod if obj.kind == "tir" and len(workloads) == 1 else None
@@ -146,11 +161,9 @@ def load(obj: Any, mod: Any = None, candidates: Iterable[Any] = ()) -> TraceSour
         chosen = mod if mod is not None else _pick_module(obj.trace, None, workloads, "trace")
         return TraceSource(obj.trace, as_module(chosen), final, "tune result", obj.target)
     if hasattr(obj, "trace") and hasattr(obj, "workload_mod"):  # tune.records.Record
-        return TraceSource(
-            obj.trace, as_module(mod or obj.workload_mod), None, "tuning record", obj.target
-        )
+        return _record(obj.trace, obj.workload_mod, mod, from_dir, obj.target)
     if hasattr(obj, "trace") and hasattr(obj, "workload") and hasattr(obj, "run_secs"):
-        return TraceSource(obj.trace, as_module(mod or obj.workload.mod), None, "tuning record")
+        return _record(obj.trace, obj.workload.mod, mod, from_dir, None)
     start = getattr(obj, "start_mod", None)
     if start is not None and isinstance(getattr(obj, "sch", None), schedule_type()):
         # drives a TensorIR schedule of a module it keeps (course mode's TE schedule)

@@ -100,9 +100,12 @@ from .runtime import (
     tensor_type,
 )
 from .schedule import (
+    ANNOTATE_INSTRUCTION,
     GET_BLOCK_INSTRUCTION,
     GET_BLOCK_METHOD,
+    IMPORT_PRAGMAS,
     SCHEDULE_ERROR_OBJECT_REF,
+    TRACE_ANNOTATIONS,
     Schedule,
     apply_json_trace,
     block_rv_type,
@@ -113,10 +116,12 @@ from .schedule import (
     make_trace,
     schedule_type,
     trace_rv_names,
+    trace_steps,
     trace_type,
 )
 from .tensorir import (
     CALL_EXTERN_OP,
+    FOREIGN_CALL_OPS,
     IS_SCHEDULED_ATTR,
     NOALIAS_ATTR,
     analyzer,
@@ -148,13 +153,16 @@ from .tuning import (
 )
 
 __all__ = [
+    "ANNOTATE_INSTRUCTION",
     "BOUND_CHECK_MESSAGE",
     "CALL_EXTERN_OP",
     "CUDA_COMPILE_MODE_VAR",
     "DISABLE_VECTORIZE_OPTION",
+    "FOREIGN_CALL_OPS",
     "GET_BLOCK_INSTRUCTION",
     "GET_BLOCK_METHOD",
     "IF_THEN_ELSE_OP",
+    "IMPORT_PRAGMAS",
     "IR_DISPLAY_TYPES",
     "IS_SCHEDULED_ATTR",
     "LIKELY_OP",
@@ -164,6 +172,7 @@ __all__ = [
     "PTX_MMA",
     "SCHEDULE_ERROR_OBJECT_REF",
     "TIR_SCRIPT_NAMESPACE",
+    "TRACE_ANNOTATIONS",
     "Schedule",
     "analyzer",
     "apply_json_trace",
@@ -245,6 +254,7 @@ __all__ = [
     "tir_nodes",
     "torch_frontend",
     "trace_rv_names",
+    "trace_steps",
     "trace_type",
     "tvm",
     "use_all_cores",

@@ -64,6 +64,63 @@ GET_BLOCK_METHOD = "get_sblock"
 #: The trace instruction kind of that method.
 GET_BLOCK_INSTRUCTION = "GetSBlock"
 
+#: The trace instruction that sets an annotation: inputs ``[handle, value]``, attrs ``[key]``.
+ANNOTATE_INSTRUCTION = "Annotate"
+
+#: Annotations whose value TVM's code generators link into the build as native code (LLVM IR,
+#: whose module assembly and constructors run when the library loads; C source).
+IMPORT_PRAGMAS = frozenset({"pragma_import_llvm", "pragma_import_c"})
+
+#: The annotation keys a trace or record from a file may set: those MetaSchedule's rules and
+#: postprocessors, dlight's schedules and the project's spaces write, each read by a TVM pass as
+#: a hint (unrolling, vectorising, parallelising, pipelining, tensorizing with a registered
+#: intrinsic). Any other key, the import pragmas first, is refused in code from elsewhere.
+TRACE_ANNOTATIONS = frozenset(
+    {
+        "meta_schedule.adaptive_pool_avg",
+        "meta_schedule.adaptive_pool_max",
+        "meta_schedule.auto_tensorize",
+        "meta_schedule.auto_tensorize_init",
+        "meta_schedule.cooperative_fetch",
+        "meta_schedule.inline_rule",
+        "meta_schedule.layout_rewrite_preproc",
+        "meta_schedule.parallel",
+        "meta_schedule.pool_avg",
+        "meta_schedule.pool_max",
+        "meta_schedule.random_compute_producer",
+        "meta_schedule.thread_extent_high_inclusive",
+        "meta_schedule.thread_extent_low_inclusive",
+        "meta_schedule.tiling_structure",
+        "meta_schedule.unroll_explicit",
+        "meta_schedule.unroll_implicit",
+        "meta_schedule.vectorize",
+        "meta_schedule.write_cache_level",
+        "pragma_auto_unroll_max_step",
+        "pragma_loop_partition_hint",
+        "pragma_unroll",
+        "pragma_unroll_explicit",
+        "pragma_vectorize",
+        "software_pipeline_async_stages",
+        "software_pipeline_order",
+        "software_pipeline_stage",
+        "warp_execution",
+        "double_buffer_scope",
+    }
+)
+
+
+def trace_steps(trace: Any) -> list[tuple[str, list[Any], list[Any]]]:
+    """Each instruction of a trace as ``(kind, inputs, attrs)``: a ``Trace`` object's, or the
+    instructions of ``Trace.as_json()`` (``[[kind, inputs, attrs, outputs], ...], decisions``)."""
+    if isinstance(trace, trace_type()):
+        return [(inst.kind.name, list(inst.inputs), list(inst.attrs)) for inst in trace.insts]
+    insts = trace[0] if isinstance(trace, list | tuple) and trace else []
+    return [
+        (str(inst[0]), list(inst[1]), list(inst[2]))
+        for inst in insts
+        if isinstance(inst, list | tuple) and len(inst) >= 3
+    ]
+
 
 #: How a schedule error names an IR object in its message (``tirx.For#0``, ``s_tir.SBlock#1``,
 #: ``tir.Block#2`` in older releases); the IR dump marks the object's line with ``# <ref>``.

@@ -81,6 +81,16 @@ def tir_nodes() -> SimpleNamespace:
 _STORE_KEY, _LOAD_KEY = "tirx.BufferStore", "ir.TensorLoad"
 #: The op of a ``T.call_extern`` (``tir.call_extern`` before).
 CALL_EXTERN_OP = "tirx.call_extern"
+#: Ops that call code outside the kernel by name: a C symbol, or a global function of TVM's
+#: registry (which holds functions that load libraries and write files).
+FOREIGN_CALL_OPS = frozenset(
+    f"tirx.{name}"
+    for name in (
+        "call_extern", "call_pure_extern", "tvm_call_packed",
+        "tvm_call_cpacked", "tvm_call_packed_lowered", "tvm_call_cpacked_lowered",
+        "tvm_call_trace_packed",
+    )
+)  # fmt: skip
 
 
 def is_ir_node(obj: Any) -> bool:

@@ -60,3 +60,18 @@ def test_trace_handle_names_are_the_ones_as_python_prints():
     assert "l2, l3 = sch.split(loop=l1" in printed, (
         f"Trace.as_python names handles differently now:\n{printed}"
     )
+
+
+def test_a_traces_steps_read_the_same_from_the_object_and_its_json_and_the_call_ops_exist():
+    sch = tvm_compat.Schedule(_add_one())
+    (loop,) = sch.get_loops(tvm_compat.get_block(sch, "B"))
+    sch.annotate(loop, "pragma_unroll_explicit", 1)
+    steps = tvm_compat.trace_steps(sch.trace)
+    assert steps[-1][0] == tvm_compat.ANNOTATE_INSTRUCTION, f"an annotation is {steps[-1][0]!r}"
+    assert str(steps[-1][2][0]) == "pragma_unroll_explicit", "Annotate's key is no longer attr 0"
+    from_json = tvm_compat.trace_steps(sch.trace.as_json())
+    assert [(k, str(a[0])) for k, _, a in from_json if a] == [
+        (k, str(a[0])) for k, _, a in steps if a
+    ], "Trace.as_json() lays out instructions differently"
+    for name in tvm_compat.FOREIGN_CALL_OPS:
+        assert tvm_compat.tvm().ir.Op.get(name), f"TVM has no op {name!r} (renamed?)"

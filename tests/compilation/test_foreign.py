@@ -1,0 +1,59 @@
+"""Code from elsewhere (a shared trace, a record, a module from a file) is checked before anything
+from it is built: import pragmas and annotations outside the allowlist are refused by name and
+step, extern calls in a module from a file too; MetaSchedule's own traces pass."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from foreign_support import add_one, poisoned_schedule
+
+from mlc_jupyter.compilation.foreign import check_module, check_trace
+from mlc_jupyter.errors import ForeignCodeError
+from mlc_jupyter.tvm_compat import Schedule, get_block
+
+
+def test_a_trace_that_imports_llvm_is_refused_with_its_step_as_object_json_and_text(tmp_path):
+    sch = poisoned_schedule(add_one(), tmp_path / "marker")
+    for trace in (sch.trace, sch.trace.as_json(), json.dumps(sch.trace.as_json())):
+        with pytest.raises(ForeignCodeError) as err:
+            check_trace(trace, "shared.json")
+        message = str(err.value)
+        assert message.startswith("step 3 of shared.json: sch.annotate(")
+        assert '"pragma_import_llvm"' in message and "nothing was built" in message
+        assert "runs when it loads" in message
+        assert len(message) < 300, "the IR it carries is cut short, not dumped"
+
+
+def test_an_annotation_outside_the_allowlist_is_refused_and_the_hints_metaschedule_writes_pass():
+    sch = Schedule(add_one())
+    block = get_block(sch, "B")
+    (loop,) = sch.get_loops(block)
+    sch.annotate(loop, "pragma_auto_unroll_max_step", 16)
+    sch.annotate(block, "meta_schedule.parallel", 4)
+    sch.annotate(loop, "pragma_unroll_explicit", 1)
+    check_trace(sch.trace, "a record")  # MetaSchedule's and dlight's hints
+    sch.annotate(block, "my_own_key", "value")
+    with pytest.raises(ForeignCodeError, match=r'^step 6 of a record: .*"my_own_key".* not one of'):
+        check_trace(sch.trace, "a record")
+
+
+def test_a_module_from_a_file_that_links_or_calls_outside_code_is_refused(tmp_path):
+    check_module(add_one(), "a record's workload")  # a plain kernel passes
+    with pytest.raises(ForeignCodeError, match=r'^main in w\.json carries the annotation "pragma_'):
+        check_module(poisoned_schedule(add_one(), tmp_path / "m").mod, "w.json")
+    from mlc_jupyter import parse_tir
+
+    calls = parse_tir(
+        """
+@T.prim_func
+def calls(A: T.Buffer((4,), "float32")):
+    for i in range(4):
+        A[i] = T.call_extern("float32", "system", A[i])
+"""
+    )
+    with pytest.raises(
+        ForeignCodeError, match=r'calls "system" outside the kernel \(call_extern\)'
+    ):
+        check_module(calls, "w.json")
