@@ -1,6 +1,7 @@
 """On a CUDA GPU: a legacy TE schedule bound to GPU threads (course mode) runs and computes.
 
-The classic TE GPU tutorials, typed as written in a plain cell: a vector add split and bound to
+The classic TE GPU tutorials, typed as written in a plain cell (but for ``A.dtype`` given to
+NumPy: TVM 0.27's is a ``PrimType``, which NumPy 2.5 no longer converts): a vector add split and bound to
 ``blockIdx.x`` / ``threadIdx.x``, and a matmul tiled with shared-memory copies (``cache_read``)
 computed at the block's reduction loop. Marked ``gpu`` and skipped without a local CUDA GPU (the
 TensorIR each becomes is checked everywhere: ``tests/course/test_te_schedule.py``).
@@ -33,9 +34,9 @@ s[C].bind(bx, te.thread_axis("blockIdx.x"))
 s[C].bind(tx, te.thread_axis("threadIdx.x"))
 fadd = tvm.build(s, [A, B, C], target="cuda", name="myadd")
 dev = tvm.cuda(0)
-a = tvm.nd.array(np.random.uniform(size=n).astype(A.dtype), dev)
-b = tvm.nd.array(np.random.uniform(size=n).astype(B.dtype), dev)
-c = tvm.nd.array(np.zeros(n, dtype=C.dtype), dev)
+a = tvm.nd.array(np.random.uniform(size=n).astype("float32"), dev)
+b = tvm.nd.array(np.random.uniform(size=n).astype("float32"), dev)
+c = tvm.nd.array(np.zeros(n, dtype="float32"), dev)
 fadd(a, b, c)
 """
 
