@@ -1,4 +1,7 @@
-"""Shared fixtures: a real IPython shell with the extension loaded."""
+"""Shared fixtures: a real IPython shell with the extension loaded, and the expensive results
+several test modules read (an imported model, its build's profile, a tuned kernel), made once per
+session. Each is a real result, made as a user makes it, and read-only to the tests: a test that
+changes what it gets makes its own."""
 
 from __future__ import annotations
 
@@ -42,3 +45,32 @@ def rpc_tracker(tmp_path_factory):
 
     with local_tracker(tmp_path_factory.mktemp("rpc")) as started:
         yield started
+
+
+@pytest.fixture(scope="session")
+def book_mlp():
+    """The book's MLP (784-128-10, seeded weights) and its ``%mlc_import``: ``(model, imported)``."""
+    import torch
+    from model_support import mlp
+
+    from mlc_jupyter.models import import_model
+
+    model = mlp()
+    return model, import_model(model, torch.randn(1, 784))
+
+
+@pytest.fixture(scope="session")
+def book_mlp_profile(book_mlp):
+    """The per-kernel profile of the book's MLP's default CPU build (``%mlc_time --breakdown``)."""
+    from mlc_jupyter.compilation import build_module
+    from mlc_jupyter.measure import profile_kernels
+
+    return profile_kernels(build_module(book_mlp[1]), runs=2, name="mlp")
+
+
+@pytest.fixture(scope="session")
+def tuned_matmul(tmp_path_factory):
+    """A real ``tune()`` of a 64x64 matmul (8 trials, seeded): a trace with postprocessing."""
+    from trace_support import make_tune_result
+
+    return make_tune_result(tmp_path_factory)

@@ -6,20 +6,18 @@ import numpy as np
 import pytest
 import torch
 from build_support import listing
-from model_support import mlp
 
 from mlc_jupyter.compilation import build_module, generated_source
 from mlc_jupyter.compilation.default_schedule import SCHEDULED, has_operators
 from mlc_jupyter.errors import BuildError
-from mlc_jupyter.models import import_model
 from mlc_jupyter.tvm_compat import prim_func_type
 
 X = torch.randn(1, 784)
 
 
-@pytest.fixture(scope="module")
-def imported():
-    return import_model(mlp(), X)
+@pytest.fixture
+def imported(book_mlp):
+    return book_mlp[1]  # imported once per session (conftest.py)
 
 
 def _kernels(mod):

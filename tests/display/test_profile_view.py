@@ -7,20 +7,14 @@ import dataclasses
 import re
 
 import pytest
-import torch
-from model_support import mlp
 
-from mlc_jupyter.compilation import build_module
 from mlc_jupyter.display.profile import profile_html, profile_text
-from mlc_jupyter.measure import profile_kernels
 from mlc_jupyter.measure.profile import KernelProfile, KernelTime
-from mlc_jupyter.models import import_model
 
 
-@pytest.fixture(scope="module")
-def mlp_profile() -> KernelProfile:
-    built = build_module(import_model(mlp(), torch.randn(1, 784)))
-    return profile_kernels(built, runs=2, name="mlp")
+@pytest.fixture
+def mlp_profile(book_mlp_profile) -> KernelProfile:
+    return book_mlp_profile  # made once per session (conftest.py)
 
 
 def _table(text: str) -> tuple[list[str], list[list[str]]]:

@@ -4,19 +4,13 @@ share of the roof over it (relations between the figures, never a timed assert).
 from __future__ import annotations
 
 import pytest
-import torch
-from model_support import mlp
 
-from mlc_jupyter.compilation import build_module
-from mlc_jupyter.measure import profile_kernels
 from mlc_jupyter.measure.profile import KernelProfile, KernelTime
-from mlc_jupyter.models import import_model
 
 
-@pytest.fixture(scope="module")
-def mlp_profile() -> KernelProfile:
-    built = build_module(import_model(mlp(), torch.randn(1, 784)))
-    return profile_kernels(built, runs=2, name="mlp")
+@pytest.fixture
+def mlp_profile(book_mlp_profile) -> KernelProfile:
+    return book_mlp_profile  # made once per session (conftest.py)
 
 
 def test_each_kernel_counts_the_bytes_of_its_arguments(mlp_profile):

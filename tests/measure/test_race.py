@@ -8,7 +8,6 @@ import torch
 from build_support import mm_relu
 from model_support import mlp
 
-from mlc_jupyter.compilation import build_module
 from mlc_jupyter.errors import TimingError
 from mlc_jupyter.measure import Sampling, profile_kernels, time_functions
 from mlc_jupyter.measure.turns import samples_in_turns
@@ -51,9 +50,8 @@ def test_a_model_with_a_tuple_of_outputs_is_checked_output_by_output():
     assert "output #0 differs from the reference" in wrong["two_heads"].error
 
 
-def test_a_pytorch_model_races_eager_and_under_torch_compile():
-    model = mlp()
-    imported = import_model(model, torch.randn(1, 784))
+def test_a_pytorch_model_races_eager_and_under_torch_compile(book_mlp):
+    model, imported = book_mlp
     report = time_functions({"model": model, "mlp": imported}, **FAST)
     assert report.names == ["model", "torch.compile(model)", "mlp"]
     assert report["model"].speedup == pytest.approx(1.0)
@@ -62,10 +60,8 @@ def test_a_pytorch_model_races_eager_and_under_torch_compile():
     assert report["mlp"].correct and report["mlp"].median_s > 0
 
 
-def test_a_profile_names_each_kernel_with_its_calls_and_share():
-    imported = import_model(mlp(), torch.randn(1, 784))
-    built = build_module(imported)
-    profile = profile_kernels(built, runs=2, name="mlp")
+def test_a_profile_names_each_kernel_with_its_calls_and_share(book_mlp, book_mlp_profile):
+    imported, profile = book_mlp[1], book_mlp_profile
     assert {k.name for k in profile.kernels} == {k for k, _ in imported.summary.kernels}
     assert all(k.calls == 1 and k.seconds > 0 and k.gflops for k in profile.kernels)
     assert profile.total_s > 0
@@ -77,9 +73,8 @@ def test_a_profile_needs_a_relax_model():
         profile_kernels(mm_relu())
 
 
-def test_pytorch_races_on_the_cpu_beside_a_cpu_build_and_each_row_names_its_device():
-    model = mlp()
-    imported = import_model(model, torch.randn(1, 784))
+def test_pytorch_races_on_the_cpu_beside_a_cpu_build_and_each_row_names_its_device(book_mlp):
+    imported = book_mlp[1]
     report = time_functions({"mlp": imported}, torch_compile=False, **FAST)
     assert [t.device for t in report.timings] == ["cpu", "cpu"]
 

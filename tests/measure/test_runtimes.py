@@ -16,7 +16,6 @@ from mlc_jupyter.compilation import build_module
 from mlc_jupyter.errors import TimingError
 from mlc_jupyter.measure import Sampling, time_functions
 from mlc_jupyter.measure.runtimes import RUNTIME_PACKAGES, missing_packages
-from mlc_jupyter.models import import_model
 
 FAST = {"sampling": Sampling(repeat=2, min_repeat_ms=5)}
 MISSING = sorted({p for runtime in RUNTIME_PACKAGES for p in missing_packages(runtime)})
@@ -42,9 +41,8 @@ class Guarded(torch.nn.Module):
 
 
 @pytest.fixture(scope="module")
-def mlp_build():
-    model = mlp()
-    imported = import_model(model, torch.rand(1, 784))
+def mlp_build(book_mlp):
+    model, imported = book_mlp  # imported once per session (conftest.py)
     return model, imported, build_module(imported)
 
 

@@ -6,12 +6,11 @@ import json
 
 import numpy as np
 import pytest
-from trace_support import make_book, make_tune_result
+from trace_support import make_book
 
 from mlc_jupyter.errors import TraceError
 
 book = pytest.fixture(scope="module")(make_book)
-tune_result = pytest.fixture(scope="module")(make_tune_result)
 
 
 @pytest.fixture
@@ -146,13 +145,13 @@ def test_bad_sources_are_refused_with_a_short_message(book):
 
 
 @pytest.mark.slow
-def test_a_trace_with_postprocessing_from_a_tune_result_replays_and_edits(tune_result):
+def test_a_trace_with_postprocessing_from_a_tune_result_replays_and_edits(tuned_matmul):
     from mlc_jupyter.trace import load_trace
     from mlc_jupyter.tvm_compat import structural_equal
 
-    session = load_trace(tune_result)
+    session = load_trace(tuned_matmul)
     assert session.label == "tune result"
-    assert structural_equal(session.final_module, tune_result.mod)
+    assert structural_equal(session.final_module, tuned_matmul.mod)
     post = [s for s in session.steps if s.postproc]
     assert post and post[0].kind == "EnterPostproc" and all(s.postproc for s in post)
     categorical = next(s for s in session.steps if s.decision and s.decision.kind == "categorical")
@@ -169,14 +168,14 @@ def test_a_trace_with_postprocessing_from_a_tune_result_replays_and_edits(tune_r
 
 
 @pytest.mark.slow
-def test_top_records_of_a_work_dir_load_as_traces(tune_result):
+def test_top_records_of_a_work_dir_load_as_traces(tuned_matmul):
     from mlc_jupyter.trace import load_trace
     from mlc_jupyter.tune import top_records
 
-    records = top_records(tune_result.work_dir, 2)
+    records = top_records(tuned_matmul.work_dir, 2)
     session = load_trace(records)
     assert session.label == "tuning record" and session.n_steps > 10
-    assert load_trace(tune_result.work_dir).n_steps == session.n_steps
+    assert load_trace(tuned_matmul.work_dir).n_steps == session.n_steps
 
 
 def test_a_compute_location_offers_only_legal_loops_and_refuses_others():

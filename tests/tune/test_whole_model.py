@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 from build_support import LISTINGS, parse
-from model_support import mlp, twin_mlp
+from model_support import twin_mlp
 
 from mlc_jupyter.compilation import build_module
 from mlc_jupyter.errors import TuneError
@@ -123,8 +123,8 @@ def test_running_the_same_tune_again_resumes_every_task(mlp_run):
     assert [r.trials for r in again.model_tasks] == [r.trials for r in first.model_tasks]
 
 
-def test_ctrl_c_in_the_first_task_keeps_its_records_and_the_rest_default(tmp_path):
-    imported = import_model(mlp(), torch.randn(1, 784))
+def test_ctrl_c_in_the_first_task_keeps_its_records_and_the_rest_default(tmp_path, book_mlp):
+    imported = book_mlp[1]
 
     def interrupt(event):
         raise KeyboardInterrupt
@@ -165,8 +165,8 @@ def test_kernels_with_symbolic_shapes_are_named_as_the_reason_nothing_can_be_tun
         tune(mixture, trials=8)
 
 
-def test_a_kernel_the_model_does_not_have_is_refused_with_its_kernels():
-    imported = import_model(mlp(), torch.randn(1, 784))
+def test_a_kernel_the_model_does_not_have_is_refused_with_its_kernels(book_mlp):
+    imported = book_mlp[1]
     with pytest.raises(TuneError, match="no kernel 'linear9' in this model"):
         tune(imported, func="linear9", trials=8)
 
@@ -219,8 +219,8 @@ def test_another_model_with_a_kernel_tuned_before_reuses_its_records(mlp_run):
     assert any(row.new > 0 for row in rows.values() if row.name != shared.name)
 
 
-def test_a_time_budget_covers_the_whole_run_and_says_it_ended_on_time(tmp_path):
-    imported = import_model(mlp(), torch.randn(1, 784))
+def test_a_time_budget_covers_the_whole_run_and_says_it_ended_on_time(tmp_path, book_mlp):
+    imported = book_mlp[1]
     result = tune(imported, time="45s", work_dir=tmp_path)
     assert result.stop_reason == "time"  # the budget, not the trials, ended it
     assert set(result.phases) == {"plan", "tasks", "final"}

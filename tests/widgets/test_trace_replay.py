@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 from IPython.core.error import UsageError
-from trace_support import BOOK_MODULE, make_tune_result
-
-tune_result = pytest.fixture(scope="module")(make_tune_result)
+from trace_support import BOOK_MODULE
 
 SCHEDULE_CELL = """
 import tvm
@@ -127,8 +125,8 @@ def test_a_saved_notebook_gets_a_static_fallback_with_the_list_and_module(book_s
 
 
 @pytest.mark.slow
-def test_mlc_trace_of_a_tune_result_groups_postprocessing(shell, tune_result):
-    shell.user_ns["res"] = tune_result
+def test_mlc_trace_of_a_tune_result_groups_postprocessing(shell, tuned_matmul):
+    shell.user_ns["res"] = tuned_matmul
     w = shell.run_line_magic("mlc_trace", "res")
     assert w.groups[-1]["label"] == "postprocessing"
     assert w.mod_name == "res.workload"
