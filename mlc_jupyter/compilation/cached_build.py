@@ -30,6 +30,7 @@ from .call import bound_function
 from .checked import compile_checked
 from .default_schedule import Progress, has_operators, pack_weights, prepare_model
 from .device_code import DeviceCode, device_code_of, failed_kernel_compile
+from .memory_cache import MemoryCache, footprint
 from .signatures import (
     as_module,
     extern_symbols,
@@ -103,7 +104,7 @@ class BuiltRuntime:
     fresh_build = staticmethod(lambda built: fresh_build(built))
 
 
-_CACHE: dict[str, Built] = {}
+_CACHE = MemoryCache()
 
 
 def cache_key(mod: Any, target: Any, checked: bool = False) -> str:
@@ -267,7 +268,7 @@ def _remember(
         checked=checked,
         from_disk=from_disk,
     )
-    _CACHE[key] = built
+    _CACHE.put(key, built, footprint(mod))
     return dataclasses.replace(built, cached=True) if from_disk else built
 
 

@@ -14,15 +14,14 @@ import functools
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import KernelCompileError, error_reason
-from ..tvm_compat import nvcc_compile
+from ..errors import BuildError, KernelCompileError, error_reason
+from ..tvm_compat import CompilerTimeoutError, nvcc_compile, run_compiler
 from .source import cuda_module
 from .targets import gpu_present
 
@@ -112,9 +111,9 @@ def find_nvcc() -> str | None:
 @functools.cache
 def toolkit(nvcc: str) -> tuple[str, tuple[str, ...]]:
     """``("nvcc 13.0", ("sm_75", "sm_80", ...))``: nvcc's release and the GPU codes it builds."""
-    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    version = run_compiler([nvcc, "--version"], "nvcc").stdout
     release = re.search(r"release (\d+\.\d+)", version)
-    codes = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True).stdout
+    codes = run_compiler([nvcc, "--list-gpu-code"], "nvcc").stdout
     return f"nvcc {release.group(1) if release else '?'}", tuple(codes.split())
 
 
@@ -133,7 +132,10 @@ def compile_kernels(source: str, target: Any) -> DeviceCode:
     nvcc = find_nvcc()
     if nvcc is None:
         return DeviceCode(arch, note="not compiled: nvcc not found (install the CUDA toolkit)")
-    compiler, codes = toolkit(nvcc)
+    try:
+        compiler, codes = toolkit(nvcc)
+    except CompilerTimeoutError as err:
+        raise BuildError(str(err)) from None
     if _base_arch(arch) not in codes:
         return DeviceCode(
             arch,
@@ -144,9 +146,11 @@ def compile_kernels(source: str, target: Any) -> DeviceCode:
     start = time.perf_counter()
     try:
         ptx = nvcc_compile(source, target, "ptx")
+        cubin, report = _assemble(ptx, arch, Path(nvcc).with_name("ptxas"))
+    except CompilerTimeoutError as err:
+        raise BuildError(str(err), hint="a smaller kernel, or a longer limit") from None
     except RuntimeError as err:
         raise kernel_error(source, str(err), compiler) from None
-    cubin, report = _assemble(ptx, arch, Path(nvcc).with_name("ptxas"))
     if not cubin:
         raise kernel_error(source, report, "ptxas")
     return DeviceCode(
@@ -165,7 +169,7 @@ def _assemble(ptx: bytes, arch: str, ptxas: Path) -> tuple[bytes, str]:
         src, out = Path(tmp) / "kernels.ptx", Path(tmp) / "kernels.cubin"
         src.write_bytes(ptx)
         cmd = [str(ptxas) if ptxas.is_file() else "ptxas", f"-arch={arch}", "-v"]
-        done = subprocess.run([*cmd, "-o", str(out), str(src)], capture_output=True, text=True)
+        done = run_compiler([*cmd, "-o", str(out), str(src)], "ptxas")
         report = done.stderr + done.stdout
         return (out.read_bytes() if done.returncode == 0 and out.is_file() else b""), report
 

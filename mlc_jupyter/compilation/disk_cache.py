@@ -13,6 +13,7 @@ kept under a size limit by dropping the least recently used entries.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import json
 import os
@@ -66,7 +67,8 @@ def load(key: str, mod: Any, relax: bool) -> tuple[Any, float] | None:
     except Exception:  # noqa: BLE001 - any damage means: drop it and build again
         _remove(entry)
         return None
-    os.utime(meta_path)  # recently used
+    with contextlib.suppress(OSError):  # recently used (unless another kernel evicted it since)
+        os.utime(meta_path)
     return executable, float(meta.get("build_s", 0.0))
 
 

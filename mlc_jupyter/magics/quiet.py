@@ -14,6 +14,7 @@ import os
 import re
 import sys
 import sysconfig
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -56,10 +57,46 @@ def _native_messages(text: str) -> dict[str, list[str]]:
     return {"TVM": tvm_lines, "native libraries": other}
 
 
+#: How long the log of a kernel that is gone is kept (to read what it printed before a crash).
+LOG_KEEP_S = 86400.0
+_swept: set[Path] = set()
+
+
 def native_log_path() -> Path:
     """Where native stderr goes while a magic runs: a file in the cache, one per kernel process,
-    so what TVM printed before a crash that took the kernel down can still be read."""
-    return cache_dir() / f"magic-stderr-{os.getpid()}.log"
+    so what TVM printed before a crash that took the kernel down can still be read. The first
+    call of a process sweeps the logs of kernels gone for more than :data:`LOG_KEEP_S`."""
+    folder = cache_dir()
+    if folder not in _swept:
+        _swept.add(folder)
+        sweep_logs(folder, LOG_KEEP_S)
+    return folder / f"magic-stderr-{os.getpid()}.log"
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def sweep_logs(folder: Path, keep_s: float) -> int:
+    """Delete the ``magic-stderr-PID.log`` files of processes that are gone and that were last
+    written more than ``keep_s`` ago; the number deleted."""
+    removed = 0
+    for log in folder.glob("magic-stderr-*.log"):
+        pid = log.stem.rsplit("-", 1)[-1]
+        try:
+            old = time.time() - log.stat().st_mtime > keep_s
+            if old and pid.isdigit() and not _running(int(pid)):
+                log.unlink()
+                removed += 1
+        except OSError:  # swept by another kernel meanwhile
+            continue
+    return removed
 
 
 @contextlib.contextmanager

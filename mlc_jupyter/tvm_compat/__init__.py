@@ -30,7 +30,9 @@ from .build import (
     CUDA_COMPILE_MODE_VAR,
     DISABLE_VECTORIZE_OPTION,
     PTX_MMA,
+    CompilerTimeoutError,
     compile,  # noqa: A004 - mirrors tvm.compile
+    compiler_timeout_s,
     cuda_compiler,
     host_cpu,
     instrument_bound_checkers,
@@ -39,6 +41,7 @@ from .build import (
     nvcc_compile,
     prefer_nvcc_without_nvrtc,
     register_tir_pipeline,
+    run_compiler,
     vector_bits,
 )
 from .namespaces import (
@@ -173,6 +176,7 @@ __all__ = [
     "SCHEDULE_ERROR_OBJECT_REF",
     "TIR_SCRIPT_NAMESPACE",
     "TRACE_ANNOTATIONS",
+    "CompilerTimeoutError",
     "Schedule",
     "analyzer",
     "apply_json_trace",
@@ -185,6 +189,7 @@ __all__ = [
     "check_out_of_bounds",
     "close_rpc_session",
     "compile",
+    "compiler_timeout_s",
     "config_thread_pool",
     "course_tir_attr",
     "cuda_compiler",
@@ -235,6 +240,7 @@ __all__ = [
     "relax_pipeline",
     "relax_pipeline_names",
     "remove_weight_layout_rewrite",
+    "run_compiler",
     "s_tir",
     "save_json",
     "schedule_namespace",

@@ -6,8 +6,12 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import shlex
 import shutil
+import subprocess
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from .namespaces import s_tir, tvm
@@ -88,15 +92,57 @@ PTX_MMA = "T.ptx_legacy.mma"
 CUDA_COMPILE_MODE_VAR = "TVM_CUDA_COMPILE_MODE"
 
 
+def compiler_timeout_s() -> float:
+    """How long one run of an external compiler (the C compiler, nvcc, ptxas) may take:
+    ``$MLC_JUPYTER_COMPILER_TIMEOUT_S``, default 600."""
+    return float(os.environ.get("MLC_JUPYTER_COMPILER_TIMEOUT_S", "600"))
+
+
+class CompilerTimeoutError(RuntimeError):
+    """An external compiler that ran past :func:`compiler_timeout_s` and was stopped."""
+
+
+def run_compiler(cmd: list[str], name: str | None = None) -> subprocess.CompletedProcess:
+    """Run a compiler command (an argument list, never a shell) with a time limit; its output
+    captured as text. Raises :class:`CompilerTimeoutError` naming the compiler when it runs past the
+    limit, ``FileNotFoundError`` when it is not installed."""
+    limit = compiler_timeout_s()
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+    except subprocess.TimeoutExpired:
+        raise CompilerTimeoutError(
+            f"{name or Path(cmd[0]).name} did not finish within {limit:g} s and was stopped "
+            "(raise $MLC_JUPYTER_COMPILER_TIMEOUT_S for a larger build)"
+        ) from None
+
+
 def nvcc_compile(source: str, target: Any, fmt: str = "ptx") -> bytes:
-    """CUDA C++ -> ``fmt`` (``ptx``/``cubin``/``fatbin``) with nvcc and TVM's own flags.
+    """CUDA C++ -> ``fmt`` (``ptx``/``cubin``/``fatbin``) with nvcc and TVM's own flags (those
+    of ``tvm.support.nvcc``), within :func:`compiler_timeout_s`.
 
     Raises ``RuntimeError`` with the source, ``Compilation error:`` and nvcc's output.
     """
     from tvm.support import nvcc
 
-    with target:  # TVM reads the architecture from the current target
-        return bytes(nvcc.compile_cuda(source, target_format=fmt, compiler="nvcc"))
+    arch = str(target.attrs.get("arch", "")) or "sm_80"
+    version = arch[3:] if arch.startswith("sm_") else "80"
+    ptxas = getattr(nvcc, "_ptxas_option_flags", lambda: ["-v"])()
+    fast_math = [] if os.environ.get("TVM_CUDA_NVCC_NO_FAST_MATH") else ["--use_fast_math"]
+    with tempfile.TemporaryDirectory(prefix="mlc-nvcc-") as tmp:
+        src, out = Path(tmp) / "tvm_kernels.cu", Path(tmp) / f"tvm_kernels.{fmt}"
+        src.write_text(source)
+        cmd = [
+            "nvcc", f"--{fmt}", "-O3", "-gencode", f"arch=compute_{version},code=sm_{version}",
+            "-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__",
+            "-U__CUDA_NO_BFLOAT16_OPERATORS__", "-U__CUDA_NO_BFLOAT16_CONVERSIONS__",
+            "-U__CUDA_NO_BFLOAT162_OPERATORS__", "-U__CUDA_NO_BFLOAT162_CONVERSIONS__",
+            "--expt-relaxed-constexpr", "--expt-extended-lambda", *fast_math,
+            f"--ptxas-options={','.join(ptxas)}", "-o", str(out), str(src),
+        ]  # fmt: skip
+        done = run_compiler(cmd, "nvcc")
+        if done.returncode != 0:
+            raise RuntimeError(f"{source}\nCompilation error:\n{done.stdout}{done.stderr}")
+        return out.read_bytes()
 
 
 def prefer_nvcc_without_nvrtc() -> None:
@@ -127,8 +173,13 @@ def cuda_compiler() -> str:
 
 
 def link_shared(output: str, objects: list[str], options: Any = None) -> None:
-    """Link object files into a shared library with TVM's compiler driver (``tvm.contrib.cc``
-    in the course); raises ``RuntimeError`` with the compiler's output when linking fails."""
+    """Link object files into a shared library with the C compiler TVM's driver picks
+    (``tvm.contrib.cc`` in the course), within :func:`compiler_timeout_s`; raises
+    ``RuntimeError`` with the compiler's output when linking fails."""
     from tvm.support import cc
 
-    cc.create_shared(output, objects, options)
+    extra = shlex.split(options) if isinstance(options, str) else list(options or [])
+    cmd = [cc.get_cc() or "cc", "-shared", "-fPIC", "-o", output, *extra, *objects]
+    done = run_compiler(cmd)
+    if done.returncode != 0:
+        raise RuntimeError(f"Compilation error:\n{done.stdout}{done.stderr}")

@@ -164,3 +164,13 @@ def test_the_books_metal_build_of_the_window_sum_shows_its_kernel(shell):
     shell.run_line_magic("mlc_build", "WinSum --target metal")
     source = shell.user_ns["WinSum_lib"].source("metal")
     assert "kernel void main_kernel(" in source and "threadgroup float A_shared" in source
+
+
+@needs_nvcc
+def test_a_cuda_compile_that_runs_past_its_limit_is_stopped_and_names_nvcc(monkeypatch):
+    from mlc_jupyter.errors import BuildError
+
+    build_module(vector_add_gpu(), "cuda", force=True)  # the toolkit's version is known
+    monkeypatch.setenv("MLC_JUPYTER_COMPILER_TIMEOUT_S", "0.001")
+    with pytest.raises(BuildError, match=r"^nvcc did not finish within 0\.001 s and was stopped"):
+        build_module(vector_add_gpu(), "cuda", force=True)

@@ -134,3 +134,41 @@ def test_two_kernels_writing_the_same_build_at_once_leave_one_whole_entry(tmp_pa
         [sys.executable, "-c", script, "0"], env=env, capture_output=True, text=True, timeout=300
     )
     assert third.stdout.split() == ["True", "128.0"]
+
+
+def test_an_entry_evicted_by_another_kernel_right_after_it_loads_is_still_a_hit(cache, monkeypatch):
+    from mlc_jupyter.compilation import build_module, clear_cache, disk_cache
+    from mlc_jupyter.compilation import wait_for_saved_builds as flush
+
+    build_module(mm_relu(), "llvm")
+    flush()
+    clear_cache(disk=False)
+    real_load = disk_cache.load_executable
+
+    def load_then_evicted(*args):  # another kernel empties the folder at that very moment
+        loaded = real_load(*args)
+        disk_cache.evict(0)
+        return loaded
+
+    monkeypatch.setattr(disk_cache, "load_executable", load_then_evicted)
+    built = build_module(mm_relu(), "llvm")  # was: FileNotFoundError from os.utime
+    assert built.from_disk and entries(cache) == []
+    a = np.ones((128, 128), "float32")
+    assert float(built["mm_relu"](a, a)[0, 0]) == 128.0
+
+
+def test_the_memory_cache_drops_the_least_recently_used_builds_past_its_cap(cache, monkeypatch):
+    from mlc_jupyter.compilation import build_module
+    from mlc_jupyter.compilation.cached_build import _CACHE
+    from mlc_jupyter.compilation.memory_cache import CODE_BYTES
+
+    monkeypatch.setenv("MLC_JUPYTER_MEMORY_CACHE_MB", str(2.5 * CODE_BYTES / 2**20))
+    first = build_module(mm_relu(1), "llvm", persist=False)
+    build_module(mm_relu(2), "llvm", persist=False)
+    assert build_module(mm_relu(1), "llvm", persist=False).cached  # used again: the newest
+    build_module(mm_relu(3), "llvm", persist=False)  # the cap holds two: mm_relu(2) goes
+    assert len(_CACHE) == 2 and _CACHE.bytes <= 2.5 * CODE_BYTES
+    assert build_module(mm_relu(1), "llvm", persist=False).cached
+    assert not build_module(mm_relu(2), "llvm", persist=False).cached
+    a = np.ones((128, 128), "float32")
+    assert float(first["mm_relu"](a, a)[0, 0]) == 128.0  # a build the notebook holds still runs

@@ -310,6 +310,24 @@ def test_contrib_utils_tempdir_and_clang_create_llvm(shell, ns):
     assert Path(ns["path"]).read_text() == ns["ll"]  # output= receives the returned text
 
 
+def test_a_clang_compile_that_is_stopped_leaves_no_library_and_names_the_compiler(
+    tmp_path, monkeypatch
+):
+    from mlc_jupyter.course.contrib.clang import compile_shared
+    from mlc_jupyter.errors import BuildError
+
+    monkeypatch.setenv("MLC_JUPYTER_CACHE", str(tmp_path))
+    monkeypatch.setenv("MLC_JUPYTER_COMPILER_TIMEOUT_S", "0.001")
+    code = "int audit_stopped(void) { return 2; }"
+    with pytest.raises(BuildError, match=r"^(gcc|cc|clang) did not finish within 0\.001 s"):
+        compile_shared(code)
+    folder = tmp_path / "course" / "kernels"
+    assert not list(folder.glob("*.so")), "a stopped compile left a library to load"
+    monkeypatch.delenv("MLC_JUPYTER_COMPILER_TIMEOUT_S")
+    library = compile_shared(code)  # the next compile is whole, under its own name
+    assert library.parent == folder and [p.name for p in folder.glob("*.so")] == [library.name]
+
+
 def _table_rows() -> list[dict[str, str]]:
     lines = [x for x in TABLE.read_text().splitlines() if x.startswith("|")]
     header = [c.strip() for c in lines[0].strip("|").split("|")]

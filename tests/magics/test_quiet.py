@@ -73,3 +73,25 @@ def test_every_magic_of_the_package_runs_quietly(shell):
         for name, func in magics.items():
             if name.startswith("mlc_") or name in ("tir", "relax"):
                 assert func.__module__ == "mlc_jupyter.magics.quiet", name
+
+
+def test_the_logs_of_kernels_gone_for_a_day_are_swept_and_the_others_kept(tmp_path):
+    import os
+    import time
+
+    from mlc_jupyter.magics.quiet import LOG_KEEP_S, sweep_logs
+
+    day_ago = time.time() - LOG_KEEP_S - 60
+    gone_old, gone_new = (
+        tmp_path / "magic-stderr-999999999.log",
+        tmp_path / "magic-stderr-999999998.log",
+    )
+    alive_old = tmp_path / f"magic-stderr-{os.getpid()}.log"
+    for log in (gone_old, gone_new, alive_old):
+        log.write_text("Warning: something\n")
+    os.utime(gone_old, (day_ago, day_ago))
+    os.utime(alive_old, (day_ago, day_ago))
+    assert sweep_logs(tmp_path, LOG_KEEP_S) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        p.name for p in (gone_new, alive_old)
+    )

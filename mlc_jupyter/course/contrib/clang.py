@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import os
 import shutil
-import subprocess
+import uuid
 from pathlib import Path
 from typing import Any
 
-from ...config import cache_dir
+from ...config import cache_subdir
 from ...errors import BuildError
+from ...tvm_compat import CompilerTimeoutError, run_compiler
 
 _LOADED: dict[Path, ctypes.CDLL] = {}
 
@@ -52,23 +54,30 @@ def compile_shared(code: str, options: list[str] | None = None) -> Path:
     flags = ["-O2", "-fPIC", "-shared", *(options or [])]
     compiler = _compiler(cplusplus)
     key = hashlib.sha1(f"{compiler}|{flags}|{code}".encode(), usedforsecurity=False).hexdigest()
-    folder = cache_dir() / "course" / "kernels"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = cache_subdir("course", "kernels")
     library = folder / f"kernel-{key[:16]}.so"
     if library.exists():
         return library
     src = folder / f"kernel-{key[:16]}.{'cc' if cplusplus else 'c'}"
     src.write_text(code)
-    done = subprocess.run(  # the user's own kernel code, compiled as the book does
-        [compiler, *flags, str(src), "-o", str(library)], capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        errors = [line for line in done.stderr.splitlines() if "error" in line]
-        raise BuildError(
-            f"{Path(compiler).name} could not compile the kernel: "
-            f"{(errors or done.stderr.splitlines() or ['unknown error'])[0]}",
-            hint="fix the C code in the string passed to clang.create_llvm",
-        )
+    # the compiler writes a name of its own; the library appears under its name in one rename
+    # once whole, so a compile that is killed never leaves a truncated library to load
+    partial = folder / f".kernel-{key[:16]}-{os.getpid()}-{uuid.uuid4().hex[:8]}.so"
+    try:
+        try:  # the user's own kernel code, compiled as the book does
+            done = run_compiler([compiler, *flags, str(src), "-o", str(partial)])
+        except CompilerTimeoutError as err:
+            raise BuildError(str(err)) from None
+        if done.returncode != 0:
+            errors = [line for line in done.stderr.splitlines() if "error" in line]
+            raise BuildError(
+                f"{Path(compiler).name} could not compile the kernel: "
+                f"{(errors or done.stderr.splitlines() or ['unknown error'])[0]}",
+                hint="fix the C code in the string passed to clang.create_llvm",
+            )
+        os.replace(partial, library)
+    finally:
+        partial.unlink(missing_ok=True)
     return library
 
 
