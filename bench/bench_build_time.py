@@ -6,8 +6,12 @@
    hand-written ``time_evaluator`` call with the same number / repeat / min_repeat_ms.
 3. GFLOP/s of naive / ``schedule_mm`` (jfactor 4) / jfactor 8 matmuls next to NumPy and PyTorch
    at 128, 512 and 1024 on the host CPU target.
+4. a whole model's cold default build (``--models resnet18 mobilenet``; every cache cleared, the
+   disk cache written as ``%mlc_build`` writes it): the build's wall time, its stages (operators
+   legalised, fused and scheduled; weights packed; TVM's compile) and the first call after it.
 
-Usage: ``python bench/bench_build_time.py [--sizes 128 512 1024] [--target T]``.
+Usage: ``python bench/bench_build_time.py [--sizes 128 512 1024] [--target T] [--models ...]
+[--only models]``.
 """
 
 from __future__ import annotations
@@ -139,18 +143,68 @@ def bench_gflops(target: str, sizes: list[int]) -> None:
         print(f"{n:>5} " + " ".join(cells))
 
 
+def _timed(stages: dict[str, list[float]], stage: str, fn: Callable[[], object]) -> object:
+    start = time.perf_counter()
+    out = fn()
+    stages.setdefault(stage, []).append(time.perf_counter() - start)
+    return out
+
+
+def _cold_builds(imported, example, runs: int) -> dict[str, list[float]]:
+    """``runs`` cold builds of an imported model, each stage timed, and the first call after."""
+    from mlc_jupyter.compilation import build_module, clear_cache, resolve_target
+    from mlc_jupyter.compilation.default_schedule import pack_weights, prepare_model
+    from mlc_jupyter.tvm_compat import compile as tvm_compile
+
+    target = resolve_target(None)
+    stages: dict[str, list[float]] = {}
+    for _ in range(runs):
+        clear_cache()
+        prepared = _timed(stages, "prepare", lambda: prepare_model(imported.mod, target))
+        packed = _timed(stages, "pack", lambda p=prepared: pack_weights(p.mod))
+        _timed(stages, "compile", lambda p=packed: tvm_compile(p, target))
+        clear_cache()
+        built = _timed(stages, "build", lambda: build_module(imported))
+        _timed(stages, "first call", lambda b=built: b(example))
+    return stages
+
+
+def bench_model_builds(models: list[str], runs: int) -> None:
+    import sys
+
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from model_support import mobilenet_v1, resnet18
+
+    from mlc_jupyter.models import import_model
+
+    makers = {"resnet18": resnet18, "mobilenet": mobilenet_v1}
+    for name in models:
+        x = torch.randn(1, 3, 224, 224)
+        stages = _cold_builds(import_model(makers[name](), x), x.numpy(), runs)
+        cells = "  ".join(f"{k} {statistics.median(v):.2f} s" for k, v in stages.items())
+        print(f"model   {name:10s} cold build_module (median of {runs}): {cells}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[128, 512, 1024])
     parser.add_argument("--target", default="llvm -num-cores=2")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--models", nargs="*", default=["resnet18", "mobilenet"], choices=["resnet18", "mobilenet"]
+    )
+    parser.add_argument("--only", choices=["models"], help="run the model builds only")
     args = parser.parse_args()
     from mlc_jupyter.compilation import describe_target
 
     print(f"target: {describe_target(args.target)}")
-    bench_build(args.target, args.runs)
-    bench_timing(args.target, args.runs)
-    bench_gflops(args.target, args.sizes)
+    if args.only != "models":
+        bench_build(args.target, args.runs)
+        bench_timing(args.target, args.runs)
+        bench_gflops(args.target, args.sizes)
+    bench_model_builds(args.models, min(args.runs, 3))
 
 
 if __name__ == "__main__":

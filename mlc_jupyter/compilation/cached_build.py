@@ -28,7 +28,7 @@ from . import disk_cache
 from .bounds import check_bounds
 from .call import bound_function
 from .checked import compile_checked
-from .default_schedule import Progress, has_operators, pack_weights, prepare_model
+from .default_schedule import Progress, forget_prepared, has_operators, pack_weights, prepare_model
 from .device_code import DeviceCode, device_code_of, failed_kernel_compile
 from .memory_cache import MemoryCache, footprint
 from .signatures import (
@@ -113,8 +113,10 @@ def cache_key(mod: Any, target: Any, checked: bool = False) -> str:
 
 
 def clear_cache(*, disk: bool = True) -> None:
-    """Forget every cached build: in this kernel's memory and, unless ``disk=False``, on disk."""
+    """Forget every cached build: in this kernel's memory (the models prepared and packed for
+    building too) and, unless ``disk=False``, on disk."""
     _CACHE.clear()
+    forget_prepared()
     if disk:
         disk_cache.flush()
         disk_cache.evict(0)
@@ -210,7 +212,8 @@ def build_module(
         raise BuildError(f"TVM could not build the module: {error_reason(err)}") from None
     build_s = time.perf_counter() - start
     if on_disk:
-        disk_cache.store(key, mod, executable, build_s)
+        loaded = disk_cache.store(key, mod, executable, build_s, relax)
+        executable = executable if loaded is None else loaded
     device_code = device_code_of(executable, target) if is_cuda(target) else None
     built = _remember(
         mod, target, executable, build_s, relax, key, checked, device_code=device_code, notes=notes

@@ -25,7 +25,8 @@ TensorIR's primitives (the GotoBLAS micro-kernel, applied to a convolution):
 ``sample_perfect_tile``): :func:`schedule_window` with ``decisions`` picks them by rule (the
 default build), without it MetaSchedule samples them (the tuning space, ``tune/spaces/conv.py``).
 The rule: the largest tile whose accumulators, ``nv`` weight vectors and one broadcast fit the
-vector registers, at most :data:`MAX_VECTORS` vectors wide, ties to the wider one.
+vector registers (with a few left spare where there are only 16, :func:`spare_registers`), at
+most :data:`MAX_VECTORS` vectors wide, ties to the wider one.
 
 This module imports TVM at import time; import it lazily.
 """
@@ -150,9 +151,20 @@ def tile_choices(window: Window) -> tuple[list[int], list[int]]:
     )
 
 
+def spare_registers(registers: int) -> int:
+    """Vector registers a tile leaves free for LLVM on a CPU with ``registers`` of them.
+
+    With 16 (AVX2), a tile that takes all of them (14 x 1) made LLVM's scheduler, which loads
+    the next step's broadcasts early, rotate the accumulators through the stack: about half
+    the speed of a 4 x 2 tile. With 32 (AVX-512) every tile that fits ran at full speed.
+    """
+    return 4 if registers <= 16 else 0
+
+
 def fits_registers(rows: int, vectors: int, registers: int) -> bool:
-    """Whether ``rows x vectors`` accumulators, the weight vectors and a broadcast fit."""
-    return rows * vectors + vectors + 1 <= registers
+    """Whether ``rows x vectors`` accumulators, the weight vectors and a broadcast fit, with
+    :func:`spare_registers` left over."""
+    return rows * vectors + vectors + 1 <= registers - spare_registers(registers)
 
 
 def rule_tile(window: Window, registers: int) -> tuple[int, int]:

@@ -43,6 +43,7 @@ from ..tvm_compat import (
 )
 from .dataflow_outputs import return_outputs
 from .intrinsics import load_tensor_intrinsics
+from .weight_folding import fold_affine_epilogues, fold_constants, run_packings
 
 #: Relax operators that only call kernels; a module with nothing else needs no legalising.
 _CALLS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_pure_packed", "relax.call_")
@@ -132,6 +133,9 @@ def legalize_and_fuse(mod: Any, target: Any) -> Any:
         *layouts,
         transform.DecomposeOpsForInference(),
         transform.CanonicalizeBindings(),
+        transform.DeadCodeElimination(),
+        _module_pass(fold_constants, "FoldConstantsInNumPy"),
+        _module_pass(fold_affine_epilogues, "FoldAffineEpilogues"),
         transform.LegalizeOps(),
         transform.AnnotateTIROpPattern(),
         transform.FoldConstant(),
@@ -142,6 +146,11 @@ def legalize_and_fuse(mod: Any, target: Any) -> Any:
     with target, _tvm.transform.PassContext(opt_level=3):
         fused = _tvm.transform.Sequential(passes)(mod)
     return fused if "gpu" in list(target.keys) else mark_constant_arguments(fused, mod)
+
+
+def _module_pass(rewrite: Callable[[Any], Any], name: str) -> Any:
+    """A module-to-module function as a TVM pass (so a pass instrument sees it by ``name``)."""
+    return tvm().transform.module_pass(lambda mod, _ctx: rewrite(mod), opt_level=0, name=name)
 
 
 def _calls_any(mod: Any, ops: Any) -> bool:
@@ -214,6 +223,10 @@ def pack_weights(mod: Any) -> Any:
     transform = _tvm.relax.transform
     passes = [
         transform.SplitLayoutRewritePreproc(),
+        _module_pass(
+            lambda m: run_packings(m, lambda name: name.endswith(PACKING_SUFFIX)),
+            "PackWeightsInNumPy",
+        ),
         transform.FoldConstant(),
         transform.DeadCodeElimination(),
     ]
@@ -264,6 +277,12 @@ def prepare_model(mod: Any, target: Any, on_progress: Progress | None = None) ->
         _PREPARED.pop(next(iter(_PREPARED)))
     _PREPARED[key] = (mod, prepared)
     return prepared
+
+
+def forget_prepared() -> None:
+    """Forget the models :func:`prepare_model` and :func:`pack_weights` remembered."""
+    _PREPARED.clear()
+    _PACKED.clear()
 
 
 def _prepare(mod: Any, target: Any, on_progress: Progress | None) -> Prepared:

@@ -5,9 +5,11 @@ module it was built from (TVM's JSON, to check structural equality on a hit) and
 (the key and a SHA-256 of each file). It is written in a staging folder and renamed into place
 in one step, so a reader sees a whole entry or none, and two kernels writing the same entry at
 once leave one. An entry whose files do not match their checksums, or that does not load, is
-removed and rebuilt, never loaded. The objects are emitted in the build's thread (TVM's LLVM
-module is not safe to share across threads); linking them runs in the background. The folder is
-kept under a size limit by dropping the least recently used entries.
+removed and rebuilt, never loaded. The objects are emitted and linked in the build's thread
+(TVM's LLVM module is not safe to share across threads), and the build then runs from that
+library, so its first call compiles nothing again; the module's JSON (a model's weights make it
+large) is written in the background. The folder is kept under a size limit by dropping the
+least recently used entries.
 """
 
 from __future__ import annotations
@@ -72,8 +74,14 @@ def load(key: str, mod: Any, relax: bool) -> tuple[Any, float] | None:
     return executable, float(meta.get("build_s", 0.0))
 
 
-def store(key: str, mod: Any, executable: Any, build_s: float) -> None:
-    """Write the entry for ``key``: objects now, the library linked in the background."""
+def store(key: str, mod: Any, executable: Any, build_s: float, relax: bool = False) -> Any:
+    """Write the entry for ``key``: objects emitted and linked now, the rest in the background.
+
+    Returns the build loaded from the library just linked (``None`` when it could not be
+    written): emitting the objects is LLVM's code generation, and the in-memory build would do
+    it once more, as a JIT compile, on its first call. The module's text (for the equality check
+    of a later hit) is written in the background.
+    """
     root = build_cache_dir()
     staging = root / f".staging-{uuid.uuid4().hex}"
     staging.mkdir(parents=True)
@@ -86,34 +94,38 @@ def store(key: str, mod: Any, executable: Any, build_s: float) -> None:
         executable.export_library(
             str(staging / "lib.so"), fcompile=record, workspace_dir=str(staging)
         )
-        (staging / _MODULE).write_text(save_json(mod))
-    except Exception:  # noqa: BLE001 - a build that cannot be exported stays in memory only
-        shutil.rmtree(staging, ignore_errors=True)
-        return
-    thread = threading.Thread(
-        target=_finish, args=(key, staging, linked, build_s), name="mlc-build-cache", daemon=True
-    )
-    with _lock:
-        _pending[:] = [t for t in _pending if t.is_alive()]
-        _pending.append(thread)
-    thread.start()
-
-
-def _finish(key: str, staging: Path, linked: dict[str, Any], build_s: float) -> None:
-    """Link, checksum, rename into place, then keep the folder under its limit."""
-    try:
         link_shared(linked["output"], linked["objects"], linked["options"].get("options"))
         library = staging / "lib.so"
         name = f"lib-{_digest(library)[:16]}.so"  # a new name per content: dlopen caches by path
         library.rename(staging / name)
         for obj in linked["objects"]:
             Path(obj).unlink(missing_ok=True)
+        loaded = load_executable(str(staging / name), relax)
+    except Exception:  # noqa: BLE001 - no compiler, full disk: the build stays in memory only
+        shutil.rmtree(staging, ignore_errors=True)
+        return None
+    thread = threading.Thread(
+        target=_finish, args=(key, mod, staging, name, build_s), name="mlc-build-cache",
+        daemon=True,
+    )  # fmt: skip
+    with _lock:
+        _pending[:] = [t for t in _pending if t.is_alive()]
+        _pending.append(thread)
+    thread.start()
+    return loaded
+
+
+def _finish(key: str, mod: Any, staging: Path, name: str, build_s: float) -> None:
+    """Write the module's text, checksum, rename into place, then keep the folder under its
+    limit."""
+    try:
+        (staging / _MODULE).write_text(save_json(mod))
         files = {n: _digest(staging / n) for n in (name, _MODULE)}
         meta = {"key": key, "library": name, "files": files, "build_s": build_s,
                 "created": time.time()}  # fmt: skip
         (staging / _META).write_text(json.dumps(meta))
         _commit(staging, _entry(key))
-    except Exception:  # noqa: BLE001 - no compiler, full disk: the build stays in memory only
+    except Exception:  # noqa: BLE001 - a full disk: the build stays in memory only
         shutil.rmtree(staging, ignore_errors=True)
         return
     evict(build_cache_limit_bytes())

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import BuildError, RemoteError, error_reason
 from ..tvm_compat import close_rpc_session, tvm
-from .cached_build import fresh_build
+from .source import in_memory
 from .targets import device_kind, device_target, gpu_present, is_gpu_target, resolve_target
 
 #: How long to wait for a free server under the key before giving up.
@@ -215,8 +215,7 @@ class RemoteModules:
         if key not in self._loaded:
             name = f"mod_{len(self._loaded)}.so"
             path = Path(self._tmp) / name
-            if getattr(built, "from_disk", False):
-                built = fresh_build(built)  # a library loaded from disk cannot be exported again
+            built = in_memory(built)  # a library loaded from disk cannot be exported again
             try:
                 built.executable.export_library(str(path))
             except Exception as err:  # noqa: BLE001 - the linker's reason, one line

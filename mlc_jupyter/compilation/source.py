@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import BuildError
+from .targets import is_cpu
 
 SOURCE_KINDS = ("tir", "llvm", "asm", "cuda", "ptx", "metal", "opencl")
 #: The kinds whose code is the source of a GPU module of that kind.
@@ -22,8 +23,7 @@ def generated_source(built: Any, kind: str = "tir") -> str:
         return _ptx(built)
     if kind in GPU_SOURCE_KINDS:
         return _gpu_source(built, kind)
-    if getattr(built, "from_disk", False):
-        built = built.runtime.fresh_build(built)  # a loaded library keeps no LLVM module
+    built = in_memory(built)
     runtime = built.executable.mod
     modules = [runtime, *_imports(runtime)]
     fmt = "ll" if kind == "llvm" else "asm"
@@ -31,6 +31,23 @@ def generated_source(built: Any, kind: str = "tir") -> str:
         if module.kind == "llvm":
             return str(module.inspect_source(fmt))
     raise BuildError(f"no {kind} code in this build (modules: {[m.kind for m in modules]})")
+
+
+def in_memory(built: Any) -> Any:
+    """``built`` when its code is in memory (its LLVM IR and assembly can be read, it can be
+    exported), else the same build compiled again in this kernel: a CPU build runs from a shared
+    library when it was loaded from disk or linked as it was written there."""
+    library = getattr(built, "from_disk", False) or (
+        is_cpu(built.target) and not _llvm_modules(built.executable)
+    )
+    return built.runtime.fresh_build(built) if library else built
+
+
+def _llvm_modules(executable: Any) -> list[Any]:
+    """The LLVM modules (which keep their IR and assembly) of a build's runtime module tree; a
+    build that runs from a shared library has none."""
+    runtime = executable.mod
+    return [m for m in [runtime, *_imports(runtime)] if m.kind == "llvm"]
 
 
 def _imports(module: Any) -> list[Any]:

@@ -14,7 +14,7 @@ from typing import Any
 from ..compilation import build_module, device_for
 from ..compilation.cached_build import Built
 from ..compilation.call import call_arguments, compiled_symbol, prepare, relax_vm
-from ..compilation.source import generated_source
+from ..compilation.source import generated_source, in_memory
 from ..errors import CallError
 from ..tvm_compat import empty
 from .nd import as_tensors, require_device
@@ -146,10 +146,7 @@ class CourseModule:
 
     def get_source(self, fmt: str = "") -> str:
         """The host code (LLVM IR for a CPU build)."""
-        built = self.built
-        if built.from_disk:  # a library loaded from disk keeps no LLVM module: compile again
-            built = built.runtime.fresh_build(built)
-        return str(built.executable.mod.inspect_source(fmt))
+        return str(in_memory(self.built).executable.mod.inspect_source(fmt))
 
     def source(self, kind: str = "tir") -> str:
         return generated_source(self.built, kind)

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..compilation import gpu_present, is_gpu_target
 from ..compilation.call import prepare, runtime_function, to_device
+from ..compilation.source import in_memory
 from ..errors import DeployError, error_reason
 from ..tvm_compat import LOADER_RUNTIME
 from .built import model_build, model_inputs
@@ -85,8 +86,7 @@ def export_build(obj: Any, path: str | Path, name: str = "the model") -> Exporte
 
 
 def _export_library(built: Any, library: Path) -> None:
-    if built.from_disk:  # a library loaded from disk cannot be exported again: compile it
-        built = built.runtime.fresh_build(built)
+    built = in_memory(built)  # a library loaded from disk cannot be exported again: compile it
     try:
         built.executable.export_library(str(library))
     except Exception as err:  # TVM raises many types for a failed link; show one line

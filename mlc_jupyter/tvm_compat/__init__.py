@@ -76,6 +76,8 @@ from .out_of_bounds import (
 )
 from .relax import (
     bind_inputs,
+    call_with_args,
+    constant_array,
     detach_params,
     expr_type,
     is_expr_mutator,
@@ -186,11 +188,13 @@ __all__ = [
     "block_rv_type",
     "buffer_access",
     "buffer_load",
+    "call_with_args",
     "check_out_of_bounds",
     "close_rpc_session",
     "compile",
     "compiler_timeout_s",
     "config_thread_pool",
+    "constant_array",
     "course_tir_attr",
     "cuda_compiler",
     "derived_object",

@@ -65,14 +65,29 @@ def host_cpu() -> str:
 
 def vector_bits(target: Any) -> int:
     """The width of one SIMD register of an LLVM target's CPU, in bits (128 when LLVM cannot
-    say)."""
-    from tvm.target.codegen import llvm_get_vector_width
+    say).
+
+    Read from the CPU's features (``avx512f``: 512, ``avx``: 256): TVM 0.27's
+    ``llvm_get_vector_width`` answers 512 for every x86 CPU, AVX2-only ones included, and a
+    tile sized for 32 registers of 16 lanes spills on a CPU with 16 registers of 8.
+    """
+    from tvm.target import codegen
 
     try:
-        bits = int(llvm_get_vector_width(target))
+        features = {str(f) for f in codegen.llvm_get_cpu_features(target)}
+    except Exception:  # noqa: BLE001 - a target LLVM does not know
+        features = set()
+    if "avx512f" in features:
+        return 512
+    if "avx" in features:
+        return 256
+    if features:
+        return 128
+    try:
+        bits = int(codegen.llvm_get_vector_width(target))
     except Exception:  # noqa: BLE001 - a target LLVM does not know
         bits = 0
-    return bits if bits > 0 else 128
+    return min(bits, 128) if bits > 0 else 128
 
 
 def llvm_system_triple() -> str:

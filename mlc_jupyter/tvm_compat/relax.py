@@ -131,3 +131,27 @@ def bind_inputs(mod: Any, values: dict[int, Any]) -> Any:
     params = list(mod["main"].params)
     binding = {params[index]: _tvm.runtime.tensor(value) for index, value in values.items()}
     return _tvm.relax.transform.BindParams("main", binding)(mod)
+
+
+def constant_array(expr: Any) -> Any:
+    """A Relax tensor constant's value as a NumPy array, ``None`` for any other expression (0.27
+    names the node ``ir.GenericConst`` and its tensor ``.value``; before, ``relax.Constant`` and
+    ``.data``)."""
+    generic = getattr(tvm().ir, "GenericConst", None)
+    if generic is not None and isinstance(expr, generic):
+        value = expr.value
+    elif isinstance(expr, getattr(tvm().relax, "Constant", ())):
+        value = expr.data
+    else:
+        return None
+    return value.numpy() if hasattr(value, "numpy") else None
+
+
+def call_with_args(call: Any, args: list[Any]) -> Any:
+    """The Relax call ``call`` with other arguments, its operator and attributes kept (0.27's
+    ``ir.Call`` takes ``ty_args``; before, ``sinfo_args``)."""
+    relax = tvm().relax
+    extra = getattr(call, "ty_args", None)
+    if extra is None:
+        extra = getattr(call, "sinfo_args", None)
+    return relax.Call(call.op, list(args), call.attrs, list(extra or []))

@@ -67,3 +67,12 @@ def test_llvm_knows_this_cpu():
     target = tvm_compat.tvm().target.Target({"kind": "llvm", "mcpu": cpu})
     assert tvm_compat.vector_bits(target) >= 128
     assert "-" in tvm_compat.llvm_system_triple()
+
+
+@pytest.mark.parametrize(
+    ("cpu", "bits"), [("znver3", 256), ("haswell", 256), ("znver4", 512), ("x86-64", 128)]
+)
+def test_the_vector_width_is_the_cpus_own(cpu, bits):
+    # TVM 0.27's llvm_get_vector_width says 512 for every x86 CPU, AVX2-only ones included
+    target = tvm_compat.tvm().target.Target({"kind": "llvm", "mcpu": cpu})
+    assert tvm_compat.vector_bits(target) == bits

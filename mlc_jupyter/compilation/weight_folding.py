@@ -1,0 +1,504 @@
+"""A model's constant arithmetic done once, in NumPy, before its kernels are made.
+
+An imported CNN computes on its weights at every call: the transposes ``ConvertLayout`` puts in
+front of each weight (OIHW to HWIO), batch norm's ``(y - mean) / sqrt(var + eps) * gamma + beta``
+after each convolution. TVM's ``FoldConstant`` folds such constants by compiling a kernel for
+each one with LLVM and running it, one compile per weight: most of the seconds a ResNet-18 build
+took. Here the model's constant expressions are evaluated in NumPy instead (milliseconds), and
+two rewrites that ONNX Runtime and OpenVINO make at load time are made first:
+
+* :func:`fold_constants`: every operator call whose inputs are all constants and that NumPy
+  computes exactly as TVM would (layout changes, elementwise arithmetic, square roots) becomes a
+  constant;
+* :func:`fold_affine_epilogues`: a chain of per-output-channel ``subtract`` / ``divide`` /
+  ``multiply`` / ``add`` by constants after a convolution with a constant weight (batch norm for
+  inference, a bias) becomes a scaled weight and one bias ``add``, so the fused kernel's epilogue
+  adds one vector per output instead of four operations.
+
+The convolution's output is then ``sum(x * (w * s)) + t`` instead of ``(sum(x * w) - m) / d * g
++ b``: the same value up to float rounding (ONNX Runtime's and OpenVINO's fusions round the same
+way). Both passes take and return a Relax ``IRModule``; functions other than Relax ones are left
+as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..tvm_compat import (
+    buffer_access,
+    buffer_load,
+    call_with_args,
+    constant_array,
+    param_buffers,
+    prim_func_type,
+    relax_bindings,
+    relax_expr_kind,
+    tir,
+    tir_nodes,
+    tvm,
+    var_name,
+)
+from .tir_walk import ir_nodes
+
+
+def _op_name(call: Any) -> str:
+    op = getattr(call, "op", None)
+    return str(getattr(op, "name", "")) if relax_expr_kind(op) == "op" else ""
+
+
+def _shape_values(expr: Any) -> list[int] | None:
+    values = getattr(expr, "values", None)
+    if values is None:
+        return None
+    try:
+        return [int(v) for v in values]
+    except (TypeError, ValueError):
+        return None
+
+
+def _axes(attr: Any) -> list[int] | None:
+    return None if attr is None else [int(a) for a in attr]
+
+
+def _permute(call: Any, a: np.ndarray) -> np.ndarray:
+    return np.transpose(a, _axes(call.attrs.axes))
+
+
+def _expand_dims(call: Any, a: np.ndarray) -> np.ndarray:
+    return np.expand_dims(a, tuple(_axes(call.attrs.axis) or ()))
+
+
+def _squeeze(call: Any, a: np.ndarray) -> np.ndarray:
+    axes = _axes(call.attrs.axis)
+    return np.squeeze(a, None if axes is None else tuple(axes))
+
+
+def _rsqrt(_call: Any, a: np.ndarray) -> np.ndarray:
+    return 1 / np.sqrt(a)
+
+
+_UNARY: dict[str, Callable[[Any, np.ndarray], np.ndarray]] = {
+    "relax.permute_dims": _permute,
+    "relax.expand_dims": _expand_dims,
+    "relax.squeeze": _squeeze,
+    "relax.sqrt": lambda _c, a: np.sqrt(a),
+    "relax.rsqrt": _rsqrt,
+    "relax.negative": lambda _c, a: -a,
+    "relax.astype": lambda _c, a: a,  # cast to the call's dtype below
+}
+_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "relax.add": np.add,
+    "relax.subtract": np.subtract,
+    "relax.multiply": np.multiply,
+    "relax.divide": np.divide,
+}
+
+
+def _result_dtype(call: Any) -> str | None:
+    ty = getattr(call, "ty", None)
+    dtype = getattr(ty, "dtype", None)
+    return str(dtype) if dtype else None
+
+
+def evaluate(call: Any, value_of: Callable[[Any], np.ndarray | None]) -> np.ndarray | None:
+    """The value of ``call`` when its tensor inputs are constants (``value_of`` gives each one's
+    NumPy value or ``None``) and NumPy computes it as TVM would; ``None`` otherwise."""
+    name = _op_name(call)
+    dtype = _result_dtype(call)
+    if dtype is None or not (name in _UNARY or name in _BINARY or name == "relax.reshape"):
+        return None
+    args = list(call.args)
+    if name == "relax.reshape":
+        shape = _shape_values(args[1]) if len(args) > 1 else None
+        a = value_of(args[0])
+        out = None if a is None or shape is None else a.reshape(shape)
+    elif name in _UNARY:
+        a = value_of(args[0])
+        out = None if a is None else _UNARY[name](call, a)
+    else:
+        a, b = value_of(args[0]), value_of(args[1])
+        if a is None or b is None:
+            return None
+        with np.errstate(all="ignore"):
+            out = _BINARY[name](a.astype(dtype), b.astype(dtype))
+    if out is None:
+        return None
+    out = np.ascontiguousarray(out, dtype=dtype)
+    shape = [int(d) for d in getattr(call.ty, "shape", None) or []]
+    return out if list(out.shape) == shape else None
+
+
+def constant_value(expr: Any) -> np.ndarray | None:
+    """A Relax constant's value as a NumPy array (``None`` for anything else)."""
+    return constant_array(expr)
+
+
+def _mutator_base() -> tuple[Any, Any]:
+    relax = tvm().relax
+    return relax.expr_functor.mutator, relax.PyExprMutator
+
+
+def _rewrite(mod: Any, make: Callable[[Any], Any]) -> Any:
+    """Each Relax function of ``mod`` rewritten by the mutator ``make(mod)``."""
+    relax = tvm().relax
+    out = mod.clone()
+    for gv, func in mod.functions_items():
+        if isinstance(func, relax.Function):
+            out[gv] = make(mod).visit_expr(func)
+    return out
+
+
+def fold_constants(mod: Any) -> Any:
+    """``mod`` with each operator call on constants that NumPy computes (see :func:`evaluate`)
+    replaced by its value."""
+    relax = tvm().relax
+    decorate, base = _mutator_base()
+
+    @decorate
+    class Folder(base):  # type: ignore[misc, valid-type]
+        def __init__(self, mod: Any) -> None:
+            super().__init__(mod)
+            self.constants: dict[Any, Any] = {}
+
+        def value_of(self, expr: Any) -> np.ndarray | None:
+            if relax_expr_kind(expr) == "var" and expr in self.constants:
+                expr = self.constants[expr]
+            return constant_value(expr)
+
+        def visit_var_binding_(self, binding: Any) -> None:
+            value = binding.value
+            if relax_expr_kind(value) == "call":
+                folded = evaluate(value, self.value_of)
+                if folded is not None:
+                    self.constants[binding.var] = relax.const(folded)
+                    return
+            super().visit_var_binding_(binding)
+
+        def visit_var_(self, var: Any) -> Any:
+            found = self.constants.get(var)
+            return found if found is not None else super().visit_var_(var)
+
+        def visit_dataflow_var_(self, var: Any) -> Any:
+            found = self.constants.get(var)
+            return found if found is not None else super().visit_dataflow_var_(var)
+
+    return _rewrite(mod, Folder)
+
+
+#: Operators a per-output-channel constant joins an affine epilogue with (``y op c``).
+_AFFINE = ("relax.add", "relax.subtract", "relax.multiply", "relax.divide")
+
+
+def _channel_vector(value: np.ndarray | None, axis: int, ndim: int, channels: int) -> Any:
+    """``value`` as one number per channel (float64), when it broadcasts against an ``ndim``-D
+    output along the channel ``axis`` only; ``None`` otherwise."""
+    if value is None or value.ndim > ndim or value.size not in (1, channels):
+        return None
+    shape = (1,) * (ndim - value.ndim) + value.shape
+    if any(d != 1 for i, d in enumerate(shape) if i != axis):
+        return None
+    return np.broadcast_to(value.reshape(-1), (channels,)).astype(np.float64)
+
+
+def _channel_axes(call: Any) -> tuple[int, int] | None:
+    """The output's channel axis and the weight's output-channel axis of a 2-D convolution."""
+    attrs = call.attrs
+    out_layout, kernel_layout = str(attrs.out_layout), str(attrs.kernel_layout)
+    if sorted(out_layout) != sorted("NCHW") or sorted(kernel_layout) != sorted("OIHW"):
+        return None
+    return out_layout.index("C"), kernel_layout.index("O")
+
+
+def _affine_chains(func: Any) -> dict[Any, tuple[Any, list[Any]]]:
+    """For each convolution of ``func`` (NHWC output, HWIO constant weight) whose output only
+    goes through per-channel affine operators by constants: the last binding of the chain ->
+    (the convolution's binding var, the chain's bindings in order)."""
+    bindings = relax_bindings(func)
+    uses: dict[Any, int] = {}
+
+    def count(expr: Any) -> None:
+        kind = relax_expr_kind(expr)
+        if kind == "var":
+            uses[expr] = uses.get(expr, 0) + 1
+        elif kind == "call":
+            for arg in expr.args:
+                count(arg)
+        elif kind == "tuple":
+            for field in expr.fields:
+                count(field)
+        elif kind == "item":
+            count(expr.tuple_value)
+
+    for _, value in bindings:
+        count(value)
+    count(func.body.body if hasattr(func.body, "body") else func.body)
+    values = dict(bindings)
+    chains: dict[Any, tuple[Any, list[Any]]] = {}
+    for var, value in bindings:
+        if _op_name(value) != "relax.nn.conv2d" or _channel_axes(value) is None:
+            continue
+        if constant_value(value.args[1]) is None:
+            continue
+        axis = _channel_axes(value)[0]
+        channels = int(value.ty.shape[axis])
+        chain, last = [], var
+        while uses.get(last, 0) == 1:
+            following = next((v for v, x in bindings if _uses(x, last)), None)
+            step = values.get(following)
+            if following is None or _op_name(step) not in _AFFINE:
+                break
+            lhs, rhs = step.args[0], step.args[1]
+            if not lhs.same_as(last):
+                break
+            if _channel_vector(constant_value(rhs), axis, 4, channels) is None:
+                break
+            if [int(d) for d in step.ty.shape] != [int(d) for d in value.ty.shape]:
+                break
+            chain.append(following)
+            last = following
+        if chain:
+            chains[last] = (var, chain)
+    return chains
+
+
+def _uses(expr: Any, var: Any) -> bool:
+    kind = relax_expr_kind(expr)
+    if kind == "var":
+        return expr.same_as(var)
+    if kind == "call":
+        return any(_uses(a, var) for a in expr.args)
+    if kind == "tuple":
+        return any(_uses(f, var) for f in expr.fields)
+    if kind == "item":
+        return _uses(expr.tuple_value, var)
+    return False
+
+
+def _scale_shift(chain_values: list[Any], axis: int, channels: int) -> tuple[Any, Any]:
+    """``(s, t)`` with ``chain(y) == y * s + t`` per channel (float64)."""
+    scale, shift = np.ones(channels), np.zeros(channels)
+    for step in chain_values:
+        c = _channel_vector(constant_value(step.args[1]), axis, 4, channels)
+        name = _op_name(step)
+        if name == "relax.add":
+            shift = shift + c
+        elif name == "relax.subtract":
+            shift = shift - c
+        elif name == "relax.multiply":
+            scale, shift = scale * c, shift * c
+        else:
+            scale, shift = scale / c, shift / c
+    return scale, shift
+
+
+def fold_affine_epilogues(mod: Any) -> Any:
+    """``mod`` with each convolution's per-channel affine epilogue (batch norm for inference, a
+    bias) folded into its weight and one bias ``add`` (see the module's docstring)."""
+    relax = tvm().relax
+    decorate, base = _mutator_base()
+
+    @decorate
+    class Folder(base):  # type: ignore[misc, valid-type]
+        def __init__(self, mod: Any) -> None:
+            super().__init__(mod)
+            self.chains: dict[Any, tuple[Any, list[Any]]] = {}
+            self.convs: dict[Any, Any] = {}  # convolution var -> its chain's last var
+            self.skipped: set[Any] = set()
+            self.values: dict[Any, Any] = {}
+
+        def visit_function_(self, func: Any) -> Any:
+            self.chains = _affine_chains(func)
+            self.values = dict(relax_bindings(func))
+            self.convs = {conv: last for last, (conv, _) in self.chains.items()}
+            self.skipped = {v for _, chain in self.chains.values() for v in chain[:-1]}
+            return super().visit_function_(func)
+
+        def visit_var_binding_(self, binding: Any) -> None:
+            var = binding.var
+            if var in self.convs:
+                conv, chain = self.chains[self.convs[var]]
+                call = binding.value
+                axis, weight_axis = _channel_axes(call)
+                channels = int(call.ty.shape[axis])
+                scale, shift = _scale_shift([self.values[v] for v in chain], axis, channels)
+                weight = constant_value(call.args[1])
+                along = [1] * weight.ndim
+                along[weight_axis] = channels
+                scaled = (weight.astype(np.float64) * scale.reshape(along)).astype(weight.dtype)
+                new = call_with_args(call, [self.visit_expr(call.args[0]), relax.const(scaled)])
+                out = self.builder_.emit(new, name_hint=var_name(var))
+                dtype = str(call.ty.dtype)
+                if np.any(shift):
+                    along = [1] * 4
+                    along[axis] = channels
+                    bias = relax.const(shift.reshape(along).astype(dtype))
+                    out = self.builder_.emit(relax.op.add(out, bias), name_hint="bias")
+                self.set_var_remap(var, out)
+                return
+            if var in self.skipped:
+                return
+            if var in self.chains:
+                conv = self.chains[var][0]
+                kept = self.visit_expr(conv)
+                if isinstance(var, relax.DataflowVar):
+                    self.set_var_remap(var, kept)
+                else:
+                    self.set_var_remap(
+                        var, self.builder_.emit_output(kept, name_hint=var_name(var))
+                    )
+                return
+            super().visit_var_binding_(binding)
+
+    return _rewrite(mod, Folder)
+
+
+def _index_value(expr: Any, env: dict[Any, np.ndarray]) -> Any:
+    """An integer index expression of block iterators, over NumPy grids of their values."""
+    t = tir()
+    if isinstance(expr, t.IntImm):
+        return int(expr.value)
+    if isinstance(expr, t.Var):
+        for var, grid in env.items():
+            if var.same_as(expr):
+                return grid
+        raise NotALayoutCopy("an index names a variable other than the block's iterators")
+    if isinstance(expr, t.Cast):
+        return _index_value(expr.value, env)
+    ops = {
+        t.Add: np.add, t.Sub: np.subtract, t.Mul: np.multiply, t.FloorDiv: np.floor_divide,
+        t.FloorMod: np.mod, t.Min: np.minimum, t.Max: np.maximum,
+    }  # fmt: skip
+    for cls, op in ops.items():
+        if isinstance(expr, cls):
+            return op(_index_value(expr.a, env), _index_value(expr.b, env))
+    raise NotALayoutCopy(f"an index uses {type(expr).__name__}")
+
+
+class NotALayoutCopy(Exception):  # noqa: N818 - a verdict, not an error
+    """The kernel does more than copy its inputs' elements to other places."""
+
+
+def layout_copy(func: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """Run a PrimFunc that only moves elements (a weight packing: each block stores one input
+    element at an index computed from its iterators) on NumPy arrays: its outputs, in order.
+
+    Raises :class:`NotALayoutCopy` for anything else (arithmetic on values, guards, loops that
+    do not cover a block's iterators).
+    """
+    nodes = tir_nodes()
+    params = param_buffers(func)
+    if len(params) <= len(inputs):
+        raise NotALayoutCopy("no output")
+    ins = params[: len(inputs)]
+    outs = params[len(inputs) :]
+    results = [np.zeros([int(d) for d in b.shape], dtype=str(b.dtype)) for b in outs]
+    copies = 0
+    for node, _ in ir_nodes(func.body):
+        if not isinstance(node, nodes.BlockRealize) or not node.block.iter_vars:
+            continue
+        predicate = node.predicate
+        if not (isinstance(predicate, nodes.IntImm) and int(predicate) == 1):
+            raise NotALayoutCopy("a block is guarded")
+        block = node.block
+        if not all(isinstance(v, nodes.Var) for v in node.iter_values):
+            raise NotALayoutCopy("a block's iterators are not its loops")
+        store = block.body
+        access = buffer_access(store)
+        load = buffer_load(getattr(store, "value", None))
+        if access is None or not access[2] or load is None:
+            raise NotALayoutCopy("a block does not copy one element")
+        target = next((i for i, b in enumerate(outs) if b.same_as(access[0])), None)
+        source = next((i for i, b in enumerate(ins) if b.same_as(load[0])), None)
+        if target is None or source is None:
+            raise NotALayoutCopy("a block copies between buffers other than the parameters")
+        extents = []
+        for iv in block.iter_vars:
+            if int(iv.dom.min) != 0:
+                raise NotALayoutCopy("an iterator does not start at 0")
+            extents.append(int(iv.dom.extent))
+        grids = np.indices(extents, dtype=np.int64, sparse=True)
+        env = {iv.var: grid for iv, grid in zip(block.iter_vars, grids, strict=True)}
+        src = tuple(_index_value(i, env) for i in load[1])
+        dst = tuple(_index_value(i, env) for i in access[1])
+        try:
+            results[target][dst] = inputs[source][src]
+        except (IndexError, ValueError) as err:
+            raise NotALayoutCopy(f"the copy does not index its buffers: {err}") from None
+        copies += 1
+    if copies == 0:
+        raise NotALayoutCopy("no block")
+    return results
+
+
+def run_packings(mod: Any, is_packing: Callable[[str], bool]) -> Any:
+    """``mod`` with each call of a packing kernel (``is_packing(name)``) on constants replaced by
+    its results, computed by :func:`layout_copy` in NumPy; a packing that is not a plain layout
+    copy stays a call (TVM's ``FoldConstant`` can still run it)."""
+    relax = tvm().relax
+    decorate, base = _mutator_base()
+    prim_func = prim_func_type()
+
+    @decorate
+    class Packer(base):  # type: ignore[misc, valid-type]
+        def __init__(self, mod: Any) -> None:
+            super().__init__(mod)
+            self.constants: dict[Any, Any] = {}
+            self.tuples: dict[Any, list[Any]] = {}
+
+        def packed(self, value: Any) -> list[np.ndarray] | None:
+            if _op_name(value) != "relax.call_tir" or len(value.args) < 2:
+                return None
+            callee, args = value.args[0], value.args[1]
+            if relax_expr_kind(callee) != "global" or not is_packing(str(callee.name_hint)):
+                return None
+            func = mod[callee]
+            if not isinstance(func, prim_func) or relax_expr_kind(args) != "tuple":
+                return None
+            inputs = []
+            for arg in args.fields:
+                if relax_expr_kind(arg) == "var" and arg in self.constants:
+                    arg = self.constants[arg]
+                array = constant_value(arg)
+                if array is None:
+                    return None
+                inputs.append(array)
+            try:
+                return layout_copy(func, inputs)
+            except NotALayoutCopy:
+                return None
+
+        def visit_var_binding_(self, binding: Any) -> None:
+            var, value = binding.var, binding.value
+            results = self.packed(value)
+            if results is not None:
+                consts = [relax.const(r) for r in results]
+                if isinstance(getattr(var, "ty", None), relax.TupleType):
+                    self.tuples[var] = consts
+                else:
+                    self.constants[var] = consts[0]
+                return
+            if relax_expr_kind(value) == "item" and value.tuple_value in self.tuples:
+                self.constants[var] = self.tuples[value.tuple_value][int(value.index)]
+                return
+            super().visit_var_binding_(binding)
+
+        def replacement(self, var: Any) -> Any:
+            if var in self.constants:
+                return self.constants[var]
+            if var in self.tuples:
+                return relax.Tuple(self.tuples[var])
+            return None
+
+        def visit_var_(self, var: Any) -> Any:
+            found = self.replacement(var)
+            return found if found is not None else super().visit_var_(var)
+
+        def visit_dataflow_var_(self, var: Any) -> Any:
+            found = self.replacement(var)
+            return found if found is not None else super().visit_dataflow_var_(var)
+
+    return _rewrite(mod, Packer)

@@ -1,0 +1,99 @@
+"""A model's constant arithmetic is done in NumPy at build time: weight transposes, batch norm
+folded into the convolution's weight and one bias, weight packings run as index permutations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from model_support import mobilenet_block, torch_seed
+
+from mlc_jupyter.compilation import build_module, resolve_target
+from mlc_jupyter.compilation.default_schedule import (
+    PACKING_SUFFIX,
+    legalize_and_fuse,
+    prepare_model,
+)
+from mlc_jupyter.compilation.weight_folding import NotALayoutCopy, layout_copy
+from mlc_jupyter.models import import_model
+from mlc_jupyter.tvm_compat import compile as tvm_compile
+from mlc_jupyter.tvm_compat import empty, param_buffers, prim_func_type, tensor, tvm
+
+
+def conv_bn_net():
+    """A convolution with a bias, batch norm with statistics that are not the initial ones,
+    ReLU, then a second convolution and batch norm."""
+    from torch import nn
+
+    torch_seed(3)
+    model = nn.Sequential(
+        nn.Conv2d(8, 16, 3, 1, 1, bias=True), nn.BatchNorm2d(16), nn.ReLU(),
+        nn.Conv2d(16, 16, 1, bias=False), nn.BatchNorm2d(16),
+    )  # fmt: skip
+    for layer in model.modules():
+        if isinstance(layer, nn.BatchNorm2d):
+            layer.running_mean.uniform_(-1, 1)
+            layer.running_var.uniform_(0.5, 2)
+            layer.weight.data.uniform_(0.5, 1.5)
+            layer.bias.data.uniform_(-1, 1)
+    return model.eval()
+
+
+def _kernels(mod):
+    return {gv.name_hint: f for gv, f in mod.functions_items() if isinstance(f, prim_func_type())}
+
+
+def test_batch_norm_becomes_the_convolutions_weight_and_one_bias():
+    model = conv_bn_net()
+    x = torch.randn(1, 8, 12, 12, generator=torch.Generator().manual_seed(4))
+    imported = import_model(model, x)
+    fused = legalize_and_fuse(imported.mod, resolve_target("llvm"))
+    names = sorted(_kernels(fused))
+    # conv + its bias and batch norm as one add + ReLU, then conv + one add: no subtract / divide / multiply / sqrt kernels
+    assert not [n for n in names if any(op in n for op in ("subtract", "divide", "sqrt"))], names
+    assert [n for n in names if "conv2d" in n] == ["fused_conv2d1_add", "fused_conv2d_add_relu"]
+    built = build_module(imported, persist=False)
+    with torch.no_grad():
+        expected = model(x).numpy()
+    np.testing.assert_allclose(np.asarray(built(x.numpy())), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_weight_packings_run_in_numpy_as_tvm_runs_them():
+    model = mobilenet_block()
+    x = torch.randn(1, 32, 16, 16)
+    prepared = prepare_model(import_model(model, x).mod, resolve_target("llvm"))
+    transform = tvm().relax.transform
+    with tvm().transform.PassContext(opt_level=3):
+        split = transform.SplitLayoutRewritePreproc()(prepared.mod)
+    packings = [f for n, f in _kernels(split).items() if n.endswith(PACKING_SUFFIX)]
+    assert len(packings) == 2  # the depthwise and the pointwise convolution's weights
+    rng = np.random.default_rng(0)
+    for func in packings:
+        buffers = [[int(d) for d in b.shape] for b in param_buffers(func)]
+        inputs = [rng.random(shape, dtype="float32") for shape in buffers[:1]]
+        lib = tvm_compile(tvm().IRModule({"main": func.with_attr("global_symbol", "main")}), "llvm")
+        outs = [empty(shape) for shape in buffers[1:]]
+        lib["main"](*[tensor(a) for a in inputs], *outs)
+        ours = layout_copy(func, inputs)
+        assert len(ours) == len(outs)
+        for got, want in zip(ours, outs, strict=True):
+            np.testing.assert_array_equal(got, want.numpy())
+
+
+def test_a_kernel_that_computes_is_not_run_as_a_layout_copy():
+    from tvm import te
+
+    a = te.placeholder((8,), name="A")
+    b = te.compute((8,), lambda i: a[i] * 2.0, name="B")
+    with pytest.raises(NotALayoutCopy, match="one element"):
+        layout_copy(te.create_prim_func([a, b]), [np.ones(8, "float32")])
+
+
+def test_a_build_holds_its_weights_packed_and_no_packing_kernel():
+    model = mobilenet_block()
+    x = torch.randn(1, 32, 16, 16)
+    built = build_module(import_model(model, x), persist=False)
+    assert not [n for n in _kernels(built.mod) if PACKING_SUFFIX in n]
+    with torch.no_grad():
+        expected = model(x).numpy()
+    np.testing.assert_allclose(np.asarray(built(x.numpy())), expected, rtol=1e-4, atol=1e-4)
