@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 import threading
 import time
 import uuid
@@ -100,7 +101,7 @@ def store(key: str, mod: Any, executable: Any, build_s: float, relax: bool = Fal
         library.rename(staging / name)
         for obj in linked["objects"]:
             Path(obj).unlink(missing_ok=True)
-        loaded = load_executable(str(staging / name), relax)
+        loaded = load_executable(_private_copy(staging / name), relax)
     except Exception:  # noqa: BLE001 - no compiler, full disk: the build stays in memory only
         shutil.rmtree(staging, ignore_errors=True)
         return None
@@ -113,6 +114,22 @@ def store(key: str, mod: Any, executable: Any, build_s: float, relax: bool = Fal
         _pending.append(thread)
     thread.start()
     return loaded
+
+
+_private: list[Path] = []
+
+
+def _private_copy(library: Path) -> str:
+    """A copy of ``library`` in a folder of this process's own, for it to run from: the entry's
+    folder is renamed into place and may be evicted by another kernel while the library is
+    loaded, and the dynamic loader crashed at exit over libraries loaded that way."""
+    with _lock:
+        if not _private:
+            _private.append(Path(tempfile.mkdtemp(prefix="mlc-builds-")))
+            atexit.register(shutil.rmtree, _private[0], True)
+    copy = _private[0] / f"{library.stem}-{uuid.uuid4().hex[:8]}{library.suffix}"
+    shutil.copyfile(library, copy)
+    return str(copy)
 
 
 def _finish(key: str, mod: Any, staging: Path, name: str, build_s: float) -> None:
