@@ -136,7 +136,7 @@ def legalize_and_fuse(mod: Any, target: Any) -> Any:
         transform.DeadCodeElimination(),
         _module_pass(fold_constants, "FoldConstantsInNumPy"),
         _module_pass(fold_affine_epilogues, "FoldAffineEpilogues"),
-        transform.LegalizeOps(),
+        transform.LegalizeOps(_cpu_legalizations(target) if cpu else None),
         transform.AnnotateTIROpPattern(),
         transform.FoldConstant(),
         transform.FuseOps(),
@@ -146,6 +146,21 @@ def legalize_and_fuse(mod: Any, target: Any) -> Any:
     with target, _tvm.transform.PassContext(opt_level=3):
         fused = _tvm.transform.Sequential(passes)(mod)
     return fused if "gpu" in list(target.keys) else mark_constant_arguments(fused, mod)
+
+
+def _cpu_legalizations(target: Any) -> dict[str, Callable[[Any, Any], Any]]:
+    """Relax operators a CPU build turns into kernels of its own: 3x3 stride-1 convolutions
+    that gain from it become Winograd kernels (:mod:`.winograd`), the rest TVM's."""
+    from . import conv_schedule, winograd  # deferred: import TVM at import time
+
+    conv2d = tvm().ir.Op.get("relax.nn.conv2d").get_attr("FLegalize")
+    unit = conv_schedule.vector_unit(target)
+
+    def legalize_conv2d(bb: Any, call: Any) -> Any:
+        plan = winograd.plan_for(call, unit.lanes, unit.registers)
+        return conv2d(bb, call) if plan is None else winograd.legalize(call, bb, plan)
+
+    return {"relax.nn.conv2d": legalize_conv2d}
 
 
 def _module_pass(rewrite: Callable[[Any], Any], name: str) -> Any:
@@ -356,7 +371,7 @@ def _cpu_schedule(func: Any, target: Any) -> tuple[Any, Any] | None:
     task = ir_module_type()(
         {"main": func.with_attr("global_symbol", "main").with_attr(NOALIAS_ATTR, True)}
     )
-    window = _window_schedule(task, target)
+    window = _winograd_schedule(task, target) or _window_schedule(task, target)
     if window is not None:
         return window
     try:
@@ -388,6 +403,25 @@ def _cpu_schedule(func: Any, target: Any) -> tuple[Any, Any] | None:
                 return None
     except Exception:  # noqa: BLE001 - a kernel MetaSchedule cannot schedule keeps TVM's loops
         return None
+    return sch.mod["main"].with_attr(SCHEDULED, True), sch.trace
+
+
+def _winograd_schedule(task: Any, target: Any) -> tuple[Any, Any] | None:
+    """The Winograd kernel's schedule (:mod:`.winograd`) with its register tile chosen by rule
+    (``None`` for any other kernel)."""
+    from . import conv_schedule, winograd  # deferred: imports TVM at import time
+
+    if winograd.tile_of(task["main"]) is None:
+        return None
+    ms = metaschedule()
+    sch = Schedule(task)
+    unit = conv_schedule.vector_unit(target)
+    decisions = winograd.rule_decisions_for(task["main"], unit.lanes, unit.registers)
+    winograd.schedule_winograd(sch, unit.lanes, decisions)
+    sch.enter_postproc()
+    for postproc in ms.postproc.Postproc.create("llvm"):
+        if not postproc.apply(sch):
+            return None
     return sch.mod["main"].with_attr(SCHEDULED, True), sch.trace
 
 

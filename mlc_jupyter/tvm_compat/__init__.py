@@ -123,6 +123,7 @@ from .schedule import (
     trace_rv_names,
     trace_steps,
     trace_type,
+    winograd_matrices,
 )
 from .tensorir import (
     CALL_EXTERN_OP,
@@ -272,5 +273,6 @@ __all__ = [
     "var_name",
     "vector_bits",
     "version",
+    "winograd_matrices",
     "with_parameters",
 ]

@@ -144,3 +144,15 @@ def dlight() -> ModuleType:
     import tvm.s_tir.dlight as dl
 
     return dl
+
+
+def winograd_matrices(m: int, r: int) -> tuple[Any, Any, Any]:
+    """Winograd's F(m, r) transform matrices as NumPy arrays ``(A, B, G)``: ``A`` is
+    ``a x m``, ``B`` ``a x a``, ``G`` ``a x r`` (``a = m + r - 1``), so that a correlation of
+    ``d`` (``a`` values) with ``g`` (``r``) is ``A^T [(G g) * (B^T d)]``. Cook-Toom's construction
+    with the interpolation points TVM's topi chose for their low rounding error (private helpers
+    of ``tvm.topi.nn.winograd_util`` in 0.27)."""
+    from tvm.topi.nn import winograd_util
+
+    points = winograd_util._interpolation_points(m + r - 2)
+    return winograd_util._cook_toom_convolution(points, m, r)

@@ -2,7 +2,7 @@
 
 ``--space default`` gives matmul-like CPU kernels the BLIS-like space of :mod:`.matmul`
 (packed operands, register-blocked micro-kernel), NHWC convolutions, pooling and means on CPUs
-the direct-convolution space of :mod:`.conv`, CUDA kernels on fp16 data MetaSchedule's
+the convolution space of :mod:`.conv` (direct, or Winograd for the kernels a build made so), CUDA kernels on fp16 data MetaSchedule's
 tensor-core space (its wmma/mma tiling rules and postprocessors, which it picks by itself only
 for ``sm_80`` and newer), other CUDA kernels MetaSchedule's CUDA rules without the tensor-core
 ones (the same space for them, without the seconds of registering tensor intrinsics before the
@@ -33,6 +33,8 @@ METASCHEDULE_SPACE = "post-order-apply"
 MATMUL_SPACE_KEY = "matmul-blis-1"
 #: The work-dir key of the direct-convolution space.
 CONV_SPACE_KEY = "conv-direct-1"
+#: The work-dir key of the convolution space's Winograd kernels.
+WINOGRAD_SPACE_KEY = "conv-winograd-1"
 #: The work-dir key of MetaSchedule's tensor-core space.
 TENSOR_CORE_SPACE_KEY = "cuda-tensorcore-1"
 #: MetaSchedule's name of its CUDA tensor-core rules, postprocessors and mutators.
@@ -76,13 +78,21 @@ def _matmul_space(mod: Any, target: Any) -> Any | None:
     return space_generator(mod, target) if is_matmul_like(mod, target) else None
 
 
-def _conv_space(mod: Any, target: Any) -> Any | None:
-    """The direct-convolution space for ``mod`` on ``target``, or ``None`` when it does not apply."""
+def _conv_space(mod: Any, target: Any) -> tuple[Any, str] | None:
+    """The convolution space for ``mod`` on ``target`` and its name (``conv``: a direct
+    convolution; ``conv-winograd``: a Winograd kernel), or ``None`` when it does not apply."""
     if not is_cpu(target):
         return None
-    from .conv import is_window_like, space_generator  # deferred: imports TVM
+    from .conv import (  # deferred: imports TVM
+        is_window_like,
+        is_winograd_kernel,
+        space_generator,
+        winograd_space_generator,
+    )
 
-    return space_generator(mod, target) if is_window_like(mod, target) else None
+    if is_winograd_kernel(mod, target):
+        return winograd_space_generator(mod, target), "conv-winograd"
+    return (space_generator(mod, target), "conv") if is_window_like(mod, target) else None
 
 
 def _sm(target: Any) -> int | None:
@@ -137,7 +147,8 @@ def choose_spaces(mods: list[Any], target: Any, space: Any) -> Spaces:
         if space == "conv" and conv is None:
             raise TuneError(
                 "--space conv needs a CPU kernel whose one reduction writes an NHWC tensor "
-                "(a convolution, pooling or mean, as a model build makes them)",
+                "(a convolution, pooling or mean, as a model build makes them) or a Winograd "
+                "convolution",
                 hint="use --space default (MetaSchedule's space for other kernels)",
             )
         if space == "matmul" and matmul is None:
@@ -150,8 +161,8 @@ def choose_spaces(mods: list[Any], target: Any, space: Any) -> Spaces:
             out.generators.append(matmul)
             out.names.append("matmul")
         elif conv is not None:
-            out.generators.append(conv)
-            out.names.append("conv")
+            out.generators.append(conv[0])
+            out.names.append(conv[1])
         elif space == "default" and is_cuda(target):
             tensor_cores = uses_tensor_cores(mod, target)
             out.generators.append(cuda_space(tensor_cores))
@@ -164,6 +175,7 @@ def choose_spaces(mods: list[Any], target: Any, space: Any) -> Spaces:
     keys = {
         "matmul": MATMUL_SPACE_KEY,
         "conv": CONV_SPACE_KEY,
+        "conv-winograd": WINOGRAD_SPACE_KEY,
         "tensor-core": TENSOR_CORE_SPACE_KEY,
     }
     out.key = "+".join(keys[name] for name in keys if name in out.names)

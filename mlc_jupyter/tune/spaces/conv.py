@@ -16,6 +16,11 @@ way :mod:`.matmul` does for matmul:
   accumulators, weight vectors and broadcast do not fit the vector registers (they would spill);
   MetaSchedule's CPU postprocessors and mutators do the rest.
 
+A Winograd kernel (a 3x3 stride-1 convolution the default build computes with Winograd,
+:mod:`mlc_jupyter.compilation.winograd`) gets that kernel's structure with its matrix products'
+register tile sampled (rows of tiles among the divisors of the padded tile count, channel
+vectors, the unrolled run of the reduction), under the same register check.
+
 The default build's schedule is one point of this space (its trace replays here), so a model's
 tuning starts from it. This module imports TVM at import time; import it lazily.
 """
@@ -35,6 +40,7 @@ from ...compilation.conv_schedule import (
     schedule_window,
     vector_unit,
 )
+from ...compilation.winograd import schedule_winograd, tile_of
 from ...tvm_compat import Schedule, metaschedule
 from .register_fit import TileFitsRegisters
 
@@ -80,5 +86,29 @@ def space_generator(mod: Any, target: Any) -> Any:
         design_spaces(unit),
         sch_rules=[],
         postprocs=postprocs,
+        mutator_probs=ms.mutator.Mutator.create("llvm"),
+    )
+
+
+def is_winograd_kernel(mod: Any, target: Any) -> bool:
+    """Whether ``mod``'s one PrimFunc ``main`` is a Winograd convolution for a CPU ``target``."""
+    return is_cpu(target) and tile_of(mod["main"]) is not None
+
+
+def winograd_space_generator(mod: Any, target: Any) -> Any:
+    """MetaSchedule's ``ScheduleFn`` over the Winograd kernel's schedule with its register tile
+    sampled, the default CPU postprocessors and mutators plus the register check."""
+    ms = metaschedule()
+    unit = vector_unit(target)
+
+    def space(sch: Any) -> Any:
+        schedule_winograd(sch, unit.lanes)
+        return sch
+
+    fits = partial(fits_registers, registers=unit.registers)
+    return ms.space_generator.ScheduleFn(
+        space,
+        sch_rules=[],
+        postprocs=[*ms.postproc.Postproc.create("llvm"), TileFitsRegisters(fits)],
         mutator_probs=ms.mutator.Mutator.create("llvm"),
     )

@@ -1,5 +1,6 @@
-"""The direct-convolution space: the kernels it takes, that every variant it samples computes the
-convolution, the register check, and that tuning picks it for a model's convolutions."""
+"""The convolution space: the kernels it takes, that every variant it samples computes the
+convolution (direct, and Winograd for the kernels a build makes so), the register check, and
+that tuning picks it for a model's convolutions."""
 
 from __future__ import annotations
 
@@ -17,11 +18,16 @@ from mlc_jupyter.compilation.conv_schedule import (
     vector_unit,
 )
 from mlc_jupyter.compilation.default_schedule import legalize_and_fuse
+from mlc_jupyter.compilation.winograd import rule_decisions_for, schedule_winograd
 from mlc_jupyter.errors import TuneError
 from mlc_jupyter.models import import_model
 from mlc_jupyter.tune.options import tuning_target
-from mlc_jupyter.tune.spaces.choice import CONV_SPACE_KEY, choose_spaces
-from mlc_jupyter.tune.spaces.conv import is_window_like, space_generator
+from mlc_jupyter.tune.spaces.choice import CONV_SPACE_KEY, WINOGRAD_SPACE_KEY, choose_spaces
+from mlc_jupyter.tune.spaces.conv import (
+    is_window_like,
+    space_generator,
+    winograd_space_generator,
+)
 from mlc_jupyter.tune.spaces.register_fit import TileFitsRegisters, sampled_tile
 from mlc_jupyter.tvm_compat import Schedule, metaschedule, param_buffers, prim_func_type, tvm
 
@@ -31,20 +37,34 @@ def target():
     return tuning_target(None)
 
 
-@pytest.fixture(scope="module")
-def kernels(target):
-    """The fused kernels of a small convolution block, as a CPU model build makes them."""
-    torch.manual_seed(0)
-    block = nn.Sequential(
-        nn.Conv2d(8, 32, 3, 1, 1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-        nn.Linear(32 * 7 * 7, 10),
-    ).eval()  # fmt: skip
-    fused = legalize_and_fuse(import_model(block, torch.randn(1, 8, 14, 14)).mod, target)
+def _fused_kernels(block, channels, size, target):
+    example = torch.randn(1, channels, size, size)
+    fused = legalize_and_fuse(import_model(block, example).mod, target)
     return {
         gv.name_hint: tvm().IRModule({"main": f.with_attr("global_symbol", "main")})
         for gv, f in fused.functions_items()
         if isinstance(f, prim_func_type())
     }
+
+
+@pytest.fixture(scope="module")
+def kernels(target):
+    """The fused kernels of a small convolution block, as a CPU model build makes them (12 x 12:
+    too small for Winograd, a direct convolution)."""
+    torch.manual_seed(0)
+    block = nn.Sequential(
+        nn.Conv2d(8, 32, 3, 1, 1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+        nn.Linear(32 * 6 * 6, 10),
+    ).eval()  # fmt: skip
+    return _fused_kernels(block, 8, 12, target)
+
+
+@pytest.fixture(scope="module")
+def winograd_kernel(target):
+    """A 3x3 stride-1 convolution with its bias and ReLU that a build makes a Winograd kernel."""
+    torch.manual_seed(0)
+    block = nn.Sequential(nn.Conv2d(16, 32, 3, 1, 1), nn.ReLU()).eval()  # whole AVX-512 vectors
+    return _named(_fused_kernels(block, 16, 16, target), "fused_conv2d_winograd")
 
 
 def _named(kernels, prefix):
@@ -111,3 +131,45 @@ def test_tuning_gives_convolutions_the_conv_space_by_default(kernels, target):
 def test_the_conv_space_refuses_a_kernel_it_cannot_schedule(kernels, target):
     with pytest.raises(TuneError, match="--space conv needs a CPU kernel whose one reduction"):
         choose_spaces([_named(kernels, "fused_matmul")], target, "conv")
+
+
+def test_a_winograd_kernel_gets_the_convolution_spaces_winograd_variant(winograd_kernel, target):
+    spaces = choose_spaces([winograd_kernel], target, "default")
+    assert spaces.names == ["conv-winograd"] and WINOGRAD_SPACE_KEY in spaces.key
+    assert choose_spaces([winograd_kernel], target, "conv").names == ["conv-winograd"]
+
+
+def test_every_winograd_draw_computes_the_convolution(winograd_kernel, target):
+    rng = np.random.default_rng(1)
+    shapes = [[int(d) for d in b.shape] for b in param_buffers(winograd_kernel["main"])]
+    inputs = [rng.uniform(-1, 1, size=s).astype("float32") for s in shapes[:-1]]
+    default = Schedule(winograd_kernel)
+    unit = vector_unit(target)
+    schedule_winograd(
+        default, unit.lanes, rule_decisions_for(winograd_kernel["main"], unit.lanes, unit.registers)
+    )
+    expected = _run(default.mod, target, inputs, shapes[-1])
+    fits = partial(fits_registers, registers=unit.registers)
+    for seed in (1, 2, 3):
+        sch = Schedule(winograd_kernel, seed=seed)
+        schedule_winograd(sch, unit.lanes)
+        assert TileFitsRegisters(fits).apply(sch) or not fits(*sampled_tile(sch))
+        got = _run(sch.mod, target, inputs, shapes[-1])
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_the_default_winograd_schedule_is_a_point_of_the_space(winograd_kernel, target):
+    from mlc_jupyter.compilation.default_schedule import _cpu_schedule
+
+    _, trace = _cpu_schedule(winograd_kernel["main"], target)
+    replayed = Schedule(winograd_kernel)
+    trace.apply_to_schedule(replayed, remove_postproc=True)
+    context = metaschedule().TuneContext(
+        mod=winograd_kernel,
+        target=target,
+        space_generator=winograd_space_generator(winograd_kernel, target),
+        task_name="main",
+    )
+    (space,) = context.generate_design_space()
+    kinds = [inst.kind.name for inst in space.trace.insts]
+    assert kinds == [inst.kind.name for inst in replayed.trace.insts][: len(kinds)]

@@ -1,0 +1,392 @@
+"""Winograd convolution on CPUs: 3x3 stride-1 convolutions with fewer multiplications.
+
+A direct convolution does ``9 x C`` multiply-adds per output and channel; Winograd's minimal
+filtering F(m x m, 3 x 3) (Lavin & Gray, 2015) computes an ``m x m`` tile of outputs from an
+``a x a`` tile of inputs (``a = m + 2``) with ``a^2`` multiplications per input channel instead of
+``9 m^2``: 2.25x fewer for F(2x2), 4x fewer for F(4x4). Four steps, for NHWC data:
+
+1. the weight, transformed once at build time in NumPy: ``U = G g G^T`` per input and output
+   channel, as ``[a, a, C, K]`` (:func:`transformed_weight`);
+2. the input padded once (out to whole tiles), then each input tile transformed,
+   ``V = B^T d B`` (separable: rows, then columns), laid out ``[a, a, tiles, C]``;
+3. ``a^2`` independent matrix products ``M[xi, nu] = V[xi, nu] @ U[xi, nu]`` (tiles x C times
+   C x K): almost all of the arithmetic, scheduled as the matmul micro-kernel is (a tile of ``mr``
+   rows x ``nv`` vectors of output channels in registers, the transformed weight packed in panels
+   by ``RewriteLayout``); the tile count is padded to a multiple of ``mr``, so any tile fits;
+4. each output tile transformed back, ``Y = A^T M A``, and written with the convolution's
+   epilogue (bias, ReLU, a residual add) fused in.
+
+The transforms are written as the sparse sums their matrices are (zero coefficients left out,
+``+-1`` without a multiplication), one expression per row chosen by the row index, which the
+unrolled loops fold to constants. The matrices are Cook-Toom's with the interpolation points of
+Barabasz et al. (TVM's topi uses the same), whose rounding error stays well inside 1e-4 of the
+direct convolution in fp32.
+
+This module imports TVM at import time; import it lazily.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..tvm_compat import constant_array, get_block, tir, tir_nodes, tvm, winograd_matrices
+from .tir_walk import ir_nodes
+
+#: Block names of the Winograd kernel (the schedule finds its steps by them).
+PAD, INPUT_ROWS, INPUT, PRODUCT, OUTPUT_ROWS, OUTPUT, RESULT = (
+    "winograd_pad", "winograd_input_rows", "winograd_input", "winograd_product", "winograd_output_rows",
+    "winograd_output", "winograd_result",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a convolution is computed with Winograd: output tile ``m`` and the rows (tiles) of
+    the matrix products padded to a multiple of ``rows``."""
+
+    m: int
+    rows: int
+
+
+def transformed_weight(weight_hwio: np.ndarray, m: int) -> np.ndarray:
+    """``U = G g G^T`` of an HWIO 3x3 weight, as ``[a, a, C, K]`` in the weight's dtype."""
+    _, _, g = winograd_matrices(m, int(weight_hwio.shape[0]))
+    u = np.einsum("xa,abck,yb->xyck", g, weight_hwio.astype(np.float64), g)
+    return np.ascontiguousarray(u.astype(weight_hwio.dtype))
+
+
+def _sparse_sum(coefficients: Any, term: Any, dtype: str) -> Any:
+    """``sum(c * term(i))`` over the nonzero coefficients, +-1 without a multiplication."""
+    total = None
+    for i, c in enumerate(float(c) for c in coefficients):
+        if c == 0.0:
+            continue
+        value = term(i)
+        if c == -1.0:
+            part, sign = value, -1
+        elif c == 1.0:
+            part, sign = value, 1
+        else:
+            part, sign = value * tir().const(c, dtype), 1
+        if total is None:
+            total = part if sign > 0 else -part
+        else:
+            total = total + part if sign > 0 else total - part
+    return total if total is not None else tir().const(0.0, dtype)
+
+
+def _by_row(index: Any, rows: list[Any]) -> Any:
+    """The expression of row ``index`` (a loop the schedule unrolls, so the choice folds)."""
+    out = rows[-1]
+    for i in range(len(rows) - 2, -1, -1):
+        out = tir().Select(index == i, rows[i], out)
+    return out
+
+
+def winograd_compute(data: Any, weight: Any, padding: tuple[int, int, int, int], plan: Plan) -> Any:
+    """The TE computation of an NHWC 3x3 stride-1 convolution by Winograd; ``weight`` is the
+    transformed ``[a, a, C, K]`` one (:func:`transformed_weight`), ``padding`` (top, left,
+    bottom, right)."""
+    te = tvm().te
+    m = plan.m
+    a_mat, b_mat, _ = winograd_matrices(m, 3)
+    alpha = m + 2
+    n_, h, w, c_in = (int(d) for d in data.shape)
+    k_out = int(weight.shape[-1])
+    top, left, bottom, right = padding
+    out_h, out_w = h + top + bottom - 2, w + left + right - 2
+    tiles_h, tiles_w = math.ceil(out_h / m), math.ceil(out_w / m)
+    tiles = n_ * tiles_h * tiles_w
+    rows = math.ceil(tiles / plan.rows) * plan.rows
+    dtype = str(data.dtype)
+    zero = tir().const(0.0, dtype)
+
+    # the input with its padding, out to whole tiles: the transform then reads it unguarded
+    pad_h, pad_w = tiles_h * m + 2, tiles_w * m + 2
+    padded = te.compute(
+        (n_, pad_h, pad_w, c_in),
+        lambda b, y, x, c: tvm().tirx.if_then_else(
+            tvm().tirx.all(y >= top, y < h + top, x >= left, x < w + left),
+            data[b, y - top, x - left, c],
+            zero,
+        ),
+        name=PAD,
+    )
+
+    def pixel(p: Any, r: int, s: Any, c: Any) -> Any:
+        # rows past the last tile (padding of the products) repeat the last tile's; never written
+        p = tvm().tirx.min(p, tiles - 1)
+        image, t = p // (tiles_h * tiles_w), p % (tiles_h * tiles_w)
+        return padded[image, t // tiles_w * m + r, t % tiles_w * m + s, c]
+
+    # V = B^T d B: rows first (over the tile's rows r), then columns (over its columns s)
+    rows_t = te.compute(
+        (alpha, alpha, rows, c_in),
+        lambda xi, s, p, c: _by_row(
+            xi, [_sparse_sum(b_mat[:, i], lambda r: pixel(p, r, s, c), dtype) for i in range(alpha)]
+        ),
+        name=INPUT_ROWS,
+    )
+    v = te.compute(
+        (alpha, alpha, rows, c_in),
+        lambda xi, nu, p, c: _by_row(
+            nu,
+            [_sparse_sum(b_mat[:, j], lambda s: rows_t[xi, s, p, c], dtype) for j in range(alpha)],
+        ),
+        name=INPUT,
+    )
+    rc = te.reduce_axis((0, c_in), name="rc")
+    product = te.compute(
+        (alpha, alpha, rows, k_out),
+        lambda xi, nu, p, k: te.sum(v[xi, nu, p, rc] * weight[xi, nu, rc, k], axis=rc),
+        name=PRODUCT,
+    )
+    # Y = A^T M A: rows first, then columns
+    out_rows = te.compute(
+        (m, alpha, rows, k_out),
+        lambda i, nu, p, k: _by_row(
+            i, [_sparse_sum(a_mat[:, r], lambda x: product[x, nu, p, k], dtype) for r in range(m)]
+        ),
+        name=OUTPUT_ROWS,
+    )
+    y_tiles = te.compute(
+        (m, m, rows, k_out),
+        lambda i, j, p, k: _by_row(
+            j, [_sparse_sum(a_mat[:, s], lambda x: out_rows[i, x, p, k], dtype) for s in range(m)]
+        ),
+        name=OUTPUT,
+    )
+    return te.compute(
+        (n_, out_h, out_w, k_out),
+        lambda b, y, x, k: y_tiles[
+            y % m, x % m, b * tiles_h * tiles_w + y // m * tiles_w + x // m, k
+        ],
+        name=RESULT,
+    )
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """The matrix products' register tile: ``rows`` tiles x ``vectors`` vectors of channels."""
+
+    rows: int
+    vectors: int
+    unroll: int = 1
+
+
+def _block_named(sch: Any, name: str) -> Any:
+    """The root's child block called ``name`` (or ``name_1`` ...: fusing renames clashes)."""
+    for block in sch.get_child_blocks(get_block(sch, "root")):
+        found = str(sch.get(block).name_hint)
+        if found == name or (found.startswith(name + "_") and found[len(name) + 1 :].isdigit()):
+            return block
+    raise LookupError(name)
+
+
+#: The longest row block and the widest channel block (in vectors) the space samples.
+MAX_ROWS, MAX_VECTORS = 12, 4
+#: The longest unrolled run of the products' reduction the space samples.
+MAX_UNROLL = 4
+
+
+def tile_choices(func: Any, lanes: int) -> tuple[list[int], list[int]]:
+    """The row blocks (divisors of the padded tile count) and channel vectors the products'
+    register tile is sampled from."""
+    rows, channels = product_shape(func)
+    return _divisors(rows, MAX_ROWS), _divisors(channels // lanes, MAX_VECTORS)
+
+
+def _divisors(n: int, cap: int) -> list[int]:
+    return [d for d in range(1, min(n, cap) + 1) if n % d == 0]
+
+
+def schedule_winograd(sch: Any, lanes: int, decisions: Decisions | None = None) -> None:
+    """Schedule a Winograd kernel (``main``, with the convolution's epilogue fused after it):
+    the products' register tile from ``decisions``, or sampled when it is ``None`` (the tuning
+    space, ``tune/spaces/conv.py``; the default build's tile is one point of it)."""
+    func = sch.mod["main"]
+    m = tile_of(func)
+    row_choices, vector_choices = tile_choices(func, lanes)
+    mr = sch.sample_categorical(
+        row_choices,
+        [1.0 / len(row_choices)] * len(row_choices),
+        decision=row_choices.index(decisions.rows) if decisions else None,
+    )
+    nv = sch.sample_categorical(
+        vector_choices,
+        [1.0 / len(vector_choices)] * len(vector_choices),
+        decision=vector_choices.index(decisions.vectors) if decisions else None,
+    )
+    # 0. the padded input: once, in parallel, vectorised
+    pad = _block_named(sch, PAD)
+    *outer_pad, c_pad = sch.get_loops(pad)
+    sch.parallel(sch.fuse(*outer_pad))
+    _, lane = sch.split(c_pad, [None, lanes])
+    sch.vectorize(lane)
+    # 1. input transform: per tile and vector of input channels, both passes in registers
+    rows_block, v_block = _block_named(sch, INPUT_ROWS), _block_named(sch, INPUT)
+    xi, nu, p, c = sch.get_loops(v_block)
+    co, cl = sch.split(c, [None, lanes])
+    sch.reorder(p, co, xi, nu, cl)
+    tile_loop = sch.fuse(p, co)
+    sch.parallel(tile_loop)
+    sch.unroll(xi)
+    sch.unroll(nu)
+    sch.vectorize(cl)
+    sch.compute_at(rows_block, tile_loop, preserve_unit_loops=True)
+    sch.set_scope(rows_block, 0, "local")
+    *_, r0, r1, _rp, rl = sch.get_loops(rows_block)
+    sch.unroll(r0)
+    sch.unroll(r1)
+    sch.vectorize(rl)
+    # 2. the matrix products: the micro-kernel
+    product = _block_named(sch, PRODUCT)
+    xi, nu, p, k, rc = sch.get_loops(product)
+    po, pi = sch.split(p, [None, mr])
+    ko, kv, kl = sch.split(k, [None, nv, lanes])
+    reduction = int(sch.get(rc).extent)
+    unroll = sch.sample_perfect_tile(
+        rc,
+        n=2,
+        max_innermost_factor=MAX_UNROLL,
+        decision=[reduction // decisions.unroll, decisions.unroll] if decisions else None,
+    )
+    ro, ri = sch.split(rc, unroll)
+    sch.reorder(xi, nu, ko, po, ro, ri, pi, kv, kl)
+    outer = sch.fuse(xi, nu, ko, po)
+    sch.parallel(outer)
+    write = sch.cache_write(product, 0, "local")
+    sch.reverse_compute_at(write, outer, preserve_unit_loops=True)
+    sch.unroll(ri)
+    sch.unroll(pi)
+    sch.unroll(kv)
+    sch.vectorize(kl)
+    init = sch.decompose_reduction(product, ro)
+    sch.vectorize(sch.get_loops(init)[-1])
+    _, lane = sch.split(sch.get_loops(write)[-1], [None, lanes])
+    sch.vectorize(lane)
+    # 3. output transform, with the epilogue: per output tile and vector of channels
+    result = _block_named(sch, RESULT)
+    consumers = list(sch.get_consumers(result))
+    last = result
+    if consumers:
+        first = str(sch.get(consumers[0]).name_hint)
+        sch.compute_inline(result)
+        blocks = list(sch.get_child_blocks(get_block(sch, "root")))
+        start = next(i for i, blk in enumerate(blocks) if str(sch.get(blk).name_hint) == first)
+        after = blocks[start:]
+        for block in after[:-1]:
+            sch.compute_inline(block)
+        last = after[-1]
+    b, y, x, k = sch.get_loops(last)
+    yo, yi = sch.split(y, [None, m])
+    xo, xi_ = sch.split(x, [None, m])
+    ko, kl = sch.split(k, [None, lanes])
+    sch.reorder(b, yo, xo, ko, yi, xi_, kl)
+    tile_loop = sch.fuse(b, yo, xo, ko)
+    sch.parallel(tile_loop)
+    sch.unroll(yi)
+    sch.unroll(xi_)
+    sch.vectorize(kl)
+    for name in (OUTPUT, OUTPUT_ROWS):
+        block = _block_named(sch, name)
+        sch.compute_at(block, tile_loop, preserve_unit_loops=True)
+        sch.set_scope(block, 0, "local")
+        *_, l0, l1, _lp, ll = sch.get_loops(block)
+        sch.unroll(l0)
+        sch.unroll(l1)
+        sch.vectorize(ll)
+
+
+#: Output sizes from which a layer gets F(4x4, 3x3) / F(2x2, 3x3) (the rest: direct).
+TILE_FROM = {4: 28, 2: 14}
+#: The largest transformed weight (bytes) a layer may get: a batch-1 convolution reads all of
+#: it at every call, and F(4x4)'s is 4x the direct weight.
+MAX_WEIGHT_BYTES = 8 * 2**20
+
+
+def plan_for(call: Any, lanes: int, registers: int) -> Plan | None:
+    """The Winograd plan of a Relax ``conv2d`` call, or ``None`` where the direct convolution
+    is the default: not NHWC/HWIO, not 3x3 stride 1, grouped, a weight that is not a constant,
+    channels that do not fill vectors, or a layer too small (or a weight too large) to gain."""
+    attrs = call.attrs
+    if (str(attrs.data_layout), str(attrs.kernel_layout), str(attrs.out_layout)) != (
+        "NHWC", "HWIO", "NHWC",
+    ):  # fmt: skip
+        return None
+    if [int(s) for s in attrs.strides] != [1, 1] or [int(d) for d in attrs.dilation] != [1, 1]:
+        return None
+    weight = constant_array(call.args[1])
+    if weight is None or int(attrs.groups) != 1 or weight.shape[:2] != (3, 3):
+        return None
+    if str(weight.dtype) != "float32" or weight.shape[2] % lanes or weight.shape[3] % lanes:
+        return None
+    shape = [int(d) for d in call.ty.shape]
+    out_h, out_w = shape[1], shape[2]
+    for m in (4, 2):
+        size = (m + 2) ** 2 * weight.shape[2] * weight.shape[3] * weight.itemsize
+        if min(out_h, out_w) >= TILE_FROM[m] and size <= MAX_WEIGHT_BYTES:
+            return Plan(m, rule_rows(registers))
+    return None
+
+
+def rule_rows(registers: int) -> int:
+    """Rows (tiles) of the matrix products' register tile by the default rule."""
+    return 4 if registers <= 16 else 8
+
+
+def rule_decisions(rows: int, channels: int, lanes: int, registers: int) -> Decisions:
+    """The default register tile of the matrix products: ``rows`` tiles (the plan's) by as
+    many vectors of output channels as fit."""
+    from .conv_schedule import MAX_VECTORS, fits_registers
+
+    vectors = max(
+        v for v in range(1, MAX_VECTORS + 1)
+        if (channels // lanes) % v == 0 and (v == 1 or fits_registers(rows, v, registers))
+    )  # fmt: skip
+    return Decisions(rows, vectors)
+
+
+def product_shape(func: Any) -> tuple[int, int]:
+    """The padded tile count and output channels of a Winograd kernel's matrix products."""
+    nodes = tir_nodes()
+    for node, _ in ir_nodes(func.body):
+        if isinstance(node, nodes.Block) and str(node.name_hint) == PRODUCT:
+            extents = [int(iv.dom.extent) for iv in node.iter_vars]
+            return extents[2], extents[3]
+    raise LookupError(PRODUCT)
+
+
+def rule_decisions_for(func: Any, lanes: int, registers: int) -> Decisions:
+    """:func:`rule_decisions` for a Winograd kernel: its rows divide the padded tile count."""
+    rows, channels = product_shape(func)
+    wanted = rule_rows(registers)
+    fit = max(r for r in range(1, wanted + 1) if rows % r == 0)
+    return rule_decisions(fit, channels, lanes, registers)
+
+
+def legalize(call: Any, bb: Any, plan: Plan) -> Any:
+    """``call`` (a Relax conv2d) as a Winograd kernel on its weight transformed now."""
+    weight = transformed_weight(constant_array(call.args[1]), plan.m)
+    pad = [int(p) for p in call.attrs.padding]
+    top, left, bottom, right = pad if len(pad) == 4 else (pad[0], pad[1], pad[0], pad[1])
+    return bb.call_te(
+        lambda data, u: winograd_compute(data, u, (top, left, bottom, right), plan),
+        call.args[0],
+        tvm().relax.const(weight),
+        primfunc_name_hint="conv2d_winograd",
+        primfunc_attrs={"op_pattern": 4},  # output-elementwise fusable: the epilogue fuses
+    )
+
+
+def tile_of(func: Any) -> int | None:
+    """The output tile ``m`` of a Winograd kernel (``None`` for any other kernel)."""
+    nodes = tir_nodes()
+    for node, _ in ir_nodes(func.body):
+        if isinstance(node, nodes.Block) and str(node.name_hint) == OUTPUT:
+            return int(node.iter_vars[0].dom.extent)
+    return None

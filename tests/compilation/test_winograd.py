@@ -1,0 +1,104 @@
+"""Winograd convolutions: ResNet-18's 3x3 stride-1 layers computed with F(2x2, 3x3) and
+F(4x4, 3x3) agree with PyTorch within 1e-4 of the output's scale, and the default build picks
+Winograd where it gains (the large layers) and the direct convolution elsewhere."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from model_support import torch_seed
+
+from mlc_jupyter.compilation import build_module, clear_cache, winograd
+from mlc_jupyter.models import import_model
+from mlc_jupyter.tvm_compat import prim_func_type, winograd_matrices
+
+#: ResNet-18's 3x3 stride-1 convolutions: (output size, channels).
+RESNET18_SHAPES = ((56, 64), (28, 128), (14, 256), (7, 512))
+
+
+def resnet18_3x3_layers():
+    """One 3x3 stride-1 convolution (batch norm, ReLU, a residual add) at each of ResNet-18's
+    sizes, joined by the stride-2 convolutions between them: 1x64x56x56 in."""
+    from torch import nn
+
+    class Block(nn.Module):
+        def __init__(self, channels: int) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(channels, channels, 3, 1, 1, bias=False)
+            self.bn = nn.BatchNorm2d(channels)
+
+        def forward(self, x):
+            return torch.relu(self.bn(self.conv(x)) + x)
+
+    torch_seed(5)
+    layers = []
+    for index, (_, channels) in enumerate(RESNET18_SHAPES):
+        if index:
+            layers.append(nn.Conv2d(channels // 2, channels, 3, 2, 1, bias=False))
+        layers.append(Block(channels))
+    model = nn.Sequential(*layers)
+    for layer in model.modules():
+        if isinstance(layer, nn.BatchNorm2d):
+            layer.running_mean.uniform_(-0.1, 0.1)
+            layer.running_var.uniform_(0.5, 1.5)
+    return model.eval()
+
+
+@pytest.fixture(scope="module")
+def layers():
+    model = resnet18_3x3_layers()
+    x = torch.randn(1, 64, 56, 56, generator=torch.Generator().manual_seed(6))
+    with torch.no_grad():
+        expected = model(x).numpy()
+    return model, x, expected, import_model(model, x)
+
+
+@pytest.fixture
+def unprepared():
+    """Builds that prepare the model again (the import prepared it with the default rule)."""
+    clear_cache(disk=False)
+    yield
+    clear_cache(disk=False)
+
+
+def _winograd_kernels(built):
+    return sorted(
+        gv.name_hint
+        for gv, f in built.mod.functions_items()
+        if isinstance(f, prim_func_type()) and winograd.tile_of(f) is not None
+    )
+
+
+@pytest.mark.parametrize("m", [2, 4])
+def test_every_resnet18_3x3_shape_agrees_with_pytorch(layers, m, monkeypatch, unprepared):
+    model, x, expected, imported = layers
+    monkeypatch.setattr(winograd, "TILE_FROM", {m: 1, 6 - m: 10**6})
+    monkeypatch.setattr(winograd, "MAX_WEIGHT_BYTES", 2**40)
+    built = build_module(imported, persist=False)
+    kernels = _winograd_kernels(built)
+    assert len(kernels) == len(RESNET18_SHAPES), kernels
+    tiles = {winograd.tile_of(built.mod[name]) for name in kernels}
+    assert tiles == {m}
+    got = np.asarray(built(x.numpy()))
+    assert np.abs(expected).max() > 0.1  # activations that did not vanish
+    assert np.abs(got - expected).max() <= 1e-4 * np.abs(expected).max()
+
+
+def test_the_default_build_takes_winograd_for_the_large_layers_only(layers, unprepared):
+    model, x, expected, imported = layers
+    built = build_module(imported, persist=False)
+    tiles = sorted(winograd.tile_of(built.mod[name]) for name in _winograd_kernels(built))
+    # 56x56 and 28x28: F(4x4); 14x14x256: F(2x2) (F(4x4)'s weight would be 9 MB); 7x7: direct
+    assert tiles == [2, 4, 4]
+    got = np.asarray(built(x.numpy()))
+    assert np.abs(got - expected).max() <= 1e-4 * np.abs(expected).max()
+
+
+@pytest.mark.parametrize("m", [2, 4])
+def test_the_transform_matrices_compute_a_correlation(m):
+    a, b, g = winograd_matrices(m, 3)
+    rng = np.random.default_rng(m)
+    d, w = rng.random(m + 2), rng.random(3)
+    direct = np.array([d[i : i + 3] @ w for i in range(m)])
+    np.testing.assert_allclose(a.T @ ((g @ w) * (b.T @ d)), direct, rtol=1e-12)
