@@ -51,7 +51,7 @@ def layers():
     x = torch.randn(1, 64, 56, 56, generator=torch.Generator().manual_seed(6))
     with torch.no_grad():
         expected = model(x).numpy()
-    return model, x, expected, import_model(model, x)
+    return x, expected, import_model(model, x)
 
 
 @pytest.fixture
@@ -72,7 +72,7 @@ def _winograd_kernels(built):
 
 @pytest.mark.parametrize("m", [2, 4])
 def test_every_resnet18_3x3_shape_agrees_with_pytorch(layers, m, monkeypatch, unprepared):
-    model, x, expected, imported = layers
+    x, expected, imported = layers
     monkeypatch.setattr(winograd, "TILE_FROM", {m: 1, 6 - m: 10**6})
     monkeypatch.setattr(winograd, "MAX_WEIGHT_BYTES", 2**40)
     built = build_module(imported, persist=False)
@@ -86,7 +86,7 @@ def test_every_resnet18_3x3_shape_agrees_with_pytorch(layers, m, monkeypatch, un
 
 
 def test_the_default_build_takes_winograd_for_the_large_layers_only(layers, unprepared):
-    model, x, expected, imported = layers
+    x, expected, imported = layers
     built = build_module(imported, persist=False)
     tiles = sorted(winograd.tile_of(built.mod[name]) for name in _winograd_kernels(built))
     # 56x56 and 28x28: F(4x4); 14x14x256: F(2x2) (F(4x4)'s weight would be 9 MB); 7x7: direct
