@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..tvm_compat import constant_array, get_block, tir, tir_nodes, tvm, winograd_matrices
+from .conv_schedule import fits_registers
 from .tir_walk import ir_nodes
 
 #: Block names of the Winograd kernel (the schedule finds its steps by them).
@@ -342,8 +343,6 @@ def rule_rows(registers: int) -> int:
 def rule_decisions(rows: int, channels: int, lanes: int, registers: int) -> Decisions:
     """The default register tile of the matrix products: ``rows`` tiles (the plan's) by as
     many vectors of output channels as fit."""
-    from .conv_schedule import MAX_VECTORS, fits_registers
-
     vectors = max(
         v for v in range(1, MAX_VECTORS + 1)
         if (channels // lanes) % v == 0 and (v == 1 or fits_registers(rows, v, registers))
