@@ -110,8 +110,8 @@ def winograd_compute(data: Any, weight: Any, padding: tuple[int, int, int, int],
     pad_h, pad_w = tiles_h * m + 2, tiles_w * m + 2
     padded = te.compute(
         (n_, pad_h, pad_w, c_in),
-        lambda b, y, x, c: tvm().tirx.if_then_else(
-            tvm().tirx.all(y >= top, y < h + top, x >= left, x < w + left),
+        lambda b, y, x, c: tir().if_then_else(
+            tir().all(y >= top, y < h + top, x >= left, x < w + left),
             data[b, y - top, x - left, c],
             zero,
         ),
@@ -120,7 +120,7 @@ def winograd_compute(data: Any, weight: Any, padding: tuple[int, int, int, int],
 
     def pixel(p: Any, r: int, s: Any, c: Any) -> Any:
         # rows past the last tile (padding of the products) repeat the last tile's; never written
-        p = tvm().tirx.min(p, tiles - 1)
+        p = tir().min(p, tiles - 1)
         image, t = p // (tiles_h * tiles_w), p % (tiles_h * tiles_w)
         return padded[image, t // tiles_w * m + r, t % tiles_w * m + s, c]
 
