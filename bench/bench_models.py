@@ -94,7 +94,7 @@ def bench_model(name: str, args: argparse.Namespace, work_root: str) -> dict:
     if not args.no_as_built:
         variants["tvm_as_built"] = build_module(imported, schedule="none")
     tuned, tune_s = None, 0.0
-    if args.tune != "none":
+    if args.tune != "none" and budget.get("time") != "none":
         print(f"{name}: tuning ({budget})", flush=True)
         start = time.perf_counter()
         tuned = tune(imported, work_dir=os.path.join(work_root, name), fresh=True, **budget)
@@ -233,7 +233,8 @@ def main() -> None:
     parser.add_argument("--time", default="30m", help="tuning time of each model but the MLP")
     parser.add_argument(
         "--model-time", action="append", default=[], metavar="MODEL=TIME",
-        help="one model's tuning time instead of --time, e.g. encoder=10m (repeatable)",
+        help="one model's tuning time instead of --time, e.g. encoder=10m, or encoder=none for its "
+        "default build only (repeatable)",
     )  # fmt: skip
     parser.add_argument(
         "--tune", choices=("all", "none"), default="all", help="none: race the default builds only"

@@ -18,13 +18,15 @@ def mlp() -> Any:
 
 
 def twin_mlp() -> Any:
-    """Two 256-wide dense layers (one with ReLU): two kernels of about equal share, so a small
-    trial budget reaches both whatever shares a machine measures (the book's MLP has a second
-    kernel small enough to be left out on a slower machine)."""
+    """Two dense layers of about equal work (256->256 with ReLU, 256->224): two kernels of about
+    equal share, so a small trial budget reaches both whatever shares a machine measures (the
+    book's MLP has a second kernel small enough to be left out on a slower machine). Their
+    matmuls differ, so each is searched (two of one shape would be epilogue variants, searched
+    once)."""
     from torch import nn
 
     torch_seed()
-    return nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 256)).eval()
+    return nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 224)).eval()
 
 
 def encoder_layer() -> Any:
@@ -50,6 +52,28 @@ def mobilenet_block() -> Any:
         nn.BatchNorm2d(2 * channels),
         nn.ReLU6(),
     ).eval()
+
+
+def residual_block() -> Any:
+    """Two 3x3 convolutions of one shape (16 channels, 16x16 pixels) with different epilogues:
+    batch norm + ReLU after the first, batch norm + the residual add after the second (the
+    epilogue variants ResNet's blocks have); eval mode."""
+    from torch import nn
+
+    class Residual(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1 = nn.Conv2d(16, 16, 3, 1, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(16)
+            self.conv2 = nn.Conv2d(16, 16, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(16)
+
+        def forward(self, x):
+            y = self.bn1(self.conv1(x)).relu()
+            return self.bn2(self.conv2(y)) + x
+
+    torch_seed()
+    return Residual().eval()
 
 
 def resnet18() -> Any:

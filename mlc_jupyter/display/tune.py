@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from ..measure.machine import cached_machine_limits
-from ..tune.report import TuneProgress, TuneResult
+from ..tune.report import ModelTask, TuneProgress, TuneResult
 from .highlight import PLAIN_PRE
 from .roofline import RooflinePoint, roofline_svg, roofline_text
 
@@ -311,8 +311,8 @@ _TASK_HEAD = (
 def model_task_rows(result: TuneResult) -> list[tuple[str, ...]]:
     """A whole-model tune's table: each kernel's share, latency before and after and which one
     is kept, then the time spent on it, its records (new and reused from earlier runs or other
-    models), and the kernels of the same structure that share its tuning (tuned once, for all
-    of them)."""
+    models), and the kernels that share its tuning: of the same structure (tuned once, for all
+    of them), or epilogue variants of its anchor operator (its decisions replayed on them)."""
     rows = [_TASK_HEAD]
     for t in result.model_tasks:
         tuned_here = t.seconds > 0
@@ -328,10 +328,21 @@ def model_task_rows(result: TuneResult) -> list[tuple[str, ...]]:
                 str(t.trials) if t.trials else "-",
                 str(t.new) if tuned_here else "-",
                 str(t.reused) if tuned_here else "-",
-                ", ".join(t.shared_with) or "-",
+                _sharing(t),
             )
         )
     return rows
+
+
+def _sharing(task: ModelTask) -> str:
+    """Which kernels share this one's search: the same structure, or its anchor operator with
+    another epilogue (the searched kernel's decisions replayed on them)."""
+    parts = [", ".join(task.shared_with)] if task.shared_with else []
+    if task.replayed_on:
+        parts.append(f"replayed on {', '.join(task.replayed_on)}")
+    if task.replayed_from:
+        parts.append(f"replays {task.replayed_from}")
+    return "; ".join(parts) or "-"
 
 
 def _aligned(rows: list[tuple[str, ...]]) -> list[str]:

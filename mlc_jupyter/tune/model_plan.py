@@ -53,9 +53,15 @@ class KernelTask:
 
 @dataclass
 class TaskGroup:
-    """Kernels of one structure: tuned once (the first, the largest share), used by all."""
+    """Kernels of one structure: tuned once (the first, the largest share), used by all.
+
+    ``variants`` are groups whose kernels share this one's anchor operator with another
+    epilogue (:mod:`.variants`): not searched, the lead's best decisions replayed on them, so
+    the group's share of the budget is theirs too.
+    """
 
     tasks: list[KernelTask]
+    variants: list[TaskGroup] = field(default_factory=list)
 
     @property
     def lead(self) -> KernelTask:
@@ -64,8 +70,8 @@ class TaskGroup:
 
     @property
     def share(self) -> float:
-        """The group's share of the model's latency."""
-        return sum(t.share for t in self.tasks)
+        """The group's share of the model's latency, its variants' included."""
+        return sum(t.share for t in self.tasks) + sum(v.share for v in self.variants)
 
 
 @dataclass

@@ -102,6 +102,28 @@ def create_database(work_dir: Path, fresh: bool = False) -> Any:
     return _json_database(work_dir, allow_missing=True)
 
 
+def commit_schedule(
+    work: Path, workload: Any, trace: Any, seconds: float | None, target: Any
+) -> None:
+    """Keep ``trace`` of ``workload`` in the database of ``work`` as a record measured at
+    ``seconds`` (a schedule not found by a search there: a default, a replay), so a later
+    search starts from it and a model built with these records uses it."""
+    ms = metaschedule()
+    database = create_database(work)
+    top = database.get_top_k(database.commit_workload(workload), 1)
+    if top and str(top[0].trace) == str(trace):
+        return  # a rerun replays the same decisions: one record of them is enough
+    database.commit_tuning_record(
+        ms.database.TuningRecord(
+            trace=trace,
+            workload=database.commit_workload(workload),
+            run_secs=[seconds] if seconds is not None else None,
+            target=target,
+            args_info=ms.arg_info.ArgInfo.from_prim_func(workload["main"]),
+        )
+    )
+
+
 def open_database(work_dir: str | Path) -> Any:
     """The JSON database of a tuning work dir (refuses a folder without one)."""
     work = Path(work_dir)

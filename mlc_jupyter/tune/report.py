@@ -51,7 +51,10 @@ class ModelTask:
     on it (seeding, search, re-timing, comparison); ``before_s`` / ``after_s`` its default and
     tuned kernel per call, timed in turns; ``kept`` says which one the tuned model uses
     (``"tuned"`` or ``"default"``). Kernels of the same structure are tuned once:
-    ``shared_with`` names the other kernels of the model that share this one's tuning.
+    ``shared_with`` names the other kernels of the model that share this one's tuning. Kernels
+    that share its anchor operator with other epilogues are not searched: ``replayed_on`` names
+    them on the searched kernel's row, and ``replayed_from`` the searched kernel on theirs (its
+    best decisions replayed on them, kept only where faster than their default).
     """
 
     name: str
@@ -65,6 +68,8 @@ class ModelTask:
     new: int = 0
     reused: int = 0
     shared_with: tuple[str, ...] = ()
+    replayed_on: tuple[str, ...] = ()
+    replayed_from: str = ""
 
 
 @dataclass(frozen=True)

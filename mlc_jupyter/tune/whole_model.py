@@ -11,7 +11,11 @@ trials on warming up. Here:
 2. A per-kernel profile of the default build gives each task its share of the model's latency;
    a kernel under :data:`~.model_plan.MIN_SHARE` keeps its default schedule. Kernels of the same
    structure (structurally equal workloads) are one task: tuned once, the result used by each
-   (:mod:`.model_plan` makes this plan).
+   (:mod:`.model_plan` makes this plan). Tasks that share an anchor operator with another
+   epilogue (ResNet's convolutions followed by ``relu``, ``add`` or both) are one family
+   (:mod:`.variants`): the largest is searched with the family's share of the budget, its best
+   decisions are replayed on the others, and each keeps the replay only where it is clearly
+   faster than its own default schedule.
 3. Tasks are tuned one after the other, the largest share first, each by
    :func:`.kernel.tune_kernel` in the kernel's own work dir: the one ``%mlc_tune`` of that kernel
    alone uses (under ``work_dir/kernels`` when the user gives a work dir). Its database is
@@ -45,7 +49,6 @@ from ..measure import time_functions
 from ..results import ImportedModel
 from ..tvm_compat import (
     IS_SCHEDULED_ATTR,
-    metaschedule,
     remove_weight_layout_rewrite,
     tvm,
 )
@@ -61,10 +64,11 @@ from .model_plan import (
     with_origin,
 )
 from .options import SearchOptions, tuning_target, work_dir_for
-from .records import create_database, write_kernel_dirs
+from .records import commit_schedule, create_database, write_kernel_dirs
 from .report import ModelTask, TuneResult
 from .spaces.choice import choose_spaces
 from .timing import KernelSamplers, clearly_faster, compare_in_turns, in_turns
+from .variants import Replay, join_variants, replay_decisions
 
 #: Where a work dir's kernels keep their databases under a work dir the user gave.
 KERNELS_DIR = "kernels"
@@ -122,7 +126,7 @@ def tune_model(
         reasons = "; ".join(plan.skipped) or "it has no kernels"
         raise TuneError(f"nothing in this model can be tuned: {reasons}")
     tuned_tasks = [t for t in plan.tasks if t.share >= MIN_SHARE or func or not plan.profiled]
-    groups = group_tasks(tuned_tasks)
+    groups = join_variants(group_tasks(tuned_tasks)) if func is None else group_tasks(tuned_tasks)
     kernels_root = work / KERNELS_DIR if work_dir else None
     dirs = {
         t.name: _kernel_dir(t.workload, target, search.space, kernels_root) for t in tuned_tasks
@@ -243,9 +247,58 @@ def _tune_groups(
                     kept, seconds=spent if lead else 0.0, new=result.trials_new if lead else 0,
                     reused=reused if lead else 0,
                     shared_with=_others(group, member),
+                    replayed_on=_variant_names(group) if lead else (),
                 )
             )  # fmt: skip
+        for variant in group.variants:
+            _replay_on(variant, task, result.trace, dirs, target, search, out)
     return out
+
+
+def _variant_names(group: TaskGroup) -> tuple[str, ...]:
+    return tuple(t.name for v in group.variants for t in v.tasks)
+
+
+def _replay_on(
+    variant: TaskGroup, lead: KernelTask, trace: Any, dirs: dict[str, Path], target: Any,
+    search: SearchOptions, out: _Outcome,
+) -> None:  # fmt: skip
+    """Schedule an epilogue variant with the decisions of ``lead``'s best ``trace``; keep it
+    where it is clearly faster than the variant's default schedule (timed in turns), keep the
+    default otherwise, and say why when the decisions do not replay."""
+    kernel = variant.lead
+    began = perf_counter()
+    replay = (
+        replay_decisions(lead.workload, trace, kernel.workload, target, search.space)
+        if trace is not None
+        else Replay(None, reason="its search kept no schedule")
+    )
+    before = after = None
+    if replay.mod is not None and search.rpc is None:
+        before, after = compare_in_turns(
+            _kernel_module(kernel.default), _kernel_module(replay.mod["main"]), target
+        )
+    keep = replay.mod is not None and (clearly_faster(after, before) or search.rpc is not None)
+    if replay.mod is None:
+        out.notes.append(
+            f"{kernel.name} keeps its default schedule: {lead.name}'s decisions do not replay "
+            f"on it ({replay.reason})"
+        )
+    if keep:
+        commit_schedule(dirs[kernel.name], kernel.workload, replay.trace, after, target)
+        out.workloads.update({t.name: kernel.workload for t in variant.tasks})
+    for member in variant.tasks:
+        if keep:
+            out.chosen[member.name] = replay.mod["main"]
+            out.dirs[member.name] = str(dirs[kernel.name])
+        out.rows.append(
+            ModelTask(
+                member.name, member.calls, member.share, 0, before, after,
+                "tuned" if keep else "default",
+                seconds=perf_counter() - began if member is kernel else 0.0,
+                shared_with=_others(variant, member), replayed_from=lead.name,
+            )
+        )  # fmt: skip
 
 
 def _others(group: TaskGroup, member: KernelTask | None = None) -> tuple[str, ...]:
@@ -254,9 +307,11 @@ def _others(group: TaskGroup, member: KernelTask | None = None) -> tuple[str, ..
 
 
 def _default_rows(group: TaskGroup) -> list[ModelTask]:
+    """Every kernel of the group and of its variants with its default schedule."""
     return [
-        ModelTask(t.name, t.calls, t.share, 0, None, None, "default", shared_with=_others(group, t))
-        for t in group.tasks
+        ModelTask(t.name, t.calls, t.share, 0, None, None, "default", shared_with=_others(g, t))
+        for g in (group, *group.variants)
+        for t in g.tasks
     ]
 
 
@@ -300,7 +355,6 @@ def _tune_task(
 def _seed_with_default(task: KernelTask, target: Any, work: Path) -> bool:
     """Commit the default schedule to the database as a measured record (once per task), so the
     evolutionary search starts from it; ``True`` when it did now."""
-    ms = metaschedule()
     task_mod = task.workload
     database = create_database(work)
     if database.has_workload(task_mod) and database.get_top_k(
@@ -312,15 +366,7 @@ def _seed_with_default(task: KernelTask, target: Any, work: Path) -> bool:
         seconds = in_turns([samplers.add(_kernel_module(task.default))], 1)[0]
     except MLCError:
         return False
-    database.commit_tuning_record(
-        ms.database.TuningRecord(
-            trace=task.trace,
-            workload=database.commit_workload(task_mod),
-            run_secs=[seconds],
-            target=target,
-            args_info=ms.arg_info.ArgInfo.from_prim_func(task_mod["main"]),
-        )
-    )
+    commit_schedule(work, task_mod, task.trace, seconds, target)
     return True
 
 

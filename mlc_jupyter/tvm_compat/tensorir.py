@@ -136,6 +136,13 @@ def estimate_tir_flops(mod: Any) -> float:
     return float(s_tir().analysis.estimate_tir_flops(mod))
 
 
+def anchor_block(mod: Any) -> Any | None:
+    """The anchor block of a one-kernel module: the block with an init statement (its
+    reduction; the largest by FLOPs when several have one), as MetaSchedule's "anchor-block"
+    module equality finds it; ``None`` when no block reduces."""
+    return s_tir().analysis.find_anchor_sblock(mod)
+
+
 def tensor_intrin_class() -> Any:
     """The tensor intrinsic class (``tvm.tir.TensorIntrin`` in the course)."""
     return s_tir().TensorIntrin

@@ -91,3 +91,18 @@ def test_with_parameters_moves_buffers_between_the_signature_and_the_root_block(
     assert isinstance(te.thread_axis("threadIdx.x"), tvm_compat.iter_var_type()), (
         "te.thread_axis no longer makes the IterVar te's op.axis holds"
     )
+
+
+def test_the_anchor_block_of_a_kernel_is_its_reduction_and_none_without_one():
+    te = tvm_compat.tvm().te
+    a, w = te.placeholder((4, 8), name="A"), te.placeholder((8, 8), name="W")
+    k = te.reduce_axis((0, 8), name="k")
+    mm = te.compute((4, 8), lambda i, j: te.sum(a[i, k] * w[k, j], axis=k), name="mm")
+    relu = te.compute((4, 8), lambda i, j: te.max(mm[i, j], 0.0), name="relu")
+    fused = tvm_compat.tvm().IRModule({"main": te.create_prim_func([a, w, relu])})
+    anchor = tvm_compat.anchor_block(fused)
+    assert anchor is not None and anchor.name_hint == "mm", (
+        "find_anchor_sblock no longer finds a kernel's reduction under an epilogue "
+        f"(tvm_compat.anchor_block): {anchor}"
+    )
+    assert tvm_compat.anchor_block(tvm_compat.tvm().IRModule({"main": _shifted(0)})) is None
