@@ -27,7 +27,8 @@ import {
   definedModuleName,
   detectMagic,
   diagnosticFromOutputs,
-  parsePythonStrRepr
+  parsePythonStrRepr,
+  usesWorkbench
 } from './helpers';
 
 const PLUGIN_ID = 'mlc-jupyter:plugin';
@@ -49,7 +50,10 @@ function dispatchTo(cell: Cell, effects: ReturnType<typeof setDiagnostic.of>): v
 /** Show (or clear) the diagnostic of a code cell from its current outputs. */
 function syncDiagnostic(cell: CodeCell): void {
   let found: IDiagnostic | null = null;
-  if (detectMagic(cell.model.sharedModel.getSource())) {
+  const source = cell.model.sharedModel.getSource();
+  // the cell's outputs wrap at spaces only (style/index.css), not inside a token
+  cell.node.classList.toggle('mlc-cell', usesWorkbench(source));
+  if (detectMagic(source)) {
     const outputs = [];
     for (let i = 0; i < cell.model.outputs.length; i++) {
       outputs.push(cell.model.outputs.get(i).toJSON());

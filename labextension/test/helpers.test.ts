@@ -7,7 +7,8 @@ import {
   lineSpans,
   parseDiagnostic,
   parsePythonStrRepr,
-  pythonIndent
+  pythonIndent,
+  usesWorkbench
 } from '../src/helpers';
 
 describe('detectMagic', () => {
@@ -127,5 +128,20 @@ describe('parsePythonStrRepr', () => {
 
   it('refuses text that is not a string repr', () => {
     expect(() => parsePythonStrRepr('None')).toThrow('not a Python string');
+  });
+});
+
+describe('usesWorkbench', () => {
+  it('finds mlc_jupyter magics on any line, and the extension being loaded', () => {
+    expect(usesWorkbench('%mlc_tune mlp_relax --trials 16')).toBe(true);
+    expect(usesWorkbench('x = 1\n%mlc_time f g')).toBe(true);
+    expect(usesWorkbench('%%tir --quiet\n@T.prim_func')).toBe(true);
+    expect(usesWorkbench('%load_ext mlc_jupyter')).toBe(true);
+  });
+
+  it('leaves other cells as JupyterLab shows them', () => {
+    expect(usesWorkbench('print("%mlc_tune")')).toBe(false);
+    expect(usesWorkbench('%timeit f()\n%%tirade')).toBe(false);
+    expect(usesWorkbench('%load_ext autoreload')).toBe(false);
   });
 });

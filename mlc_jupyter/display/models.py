@@ -6,6 +6,7 @@ import html
 
 from ..results import ImportedModel
 from .highlight import highlight_html
+from .ir import folded_note, without_metadata_note
 
 _BOX = "font-family: var(--jp-code-font-family, monospace); font-size: 12px"
 
@@ -59,11 +60,12 @@ def import_bundle(imported: ImportedModel, name: str = "", show_module: bool = T
     plain = text
     if show_module:
         script = imported.mod.script()
-        n_lines = script.count("\n") + 1
+        code, note = without_metadata_note(script)
+        n_lines = code.count("\n") + 1
         folded = " open" if n_lines <= 40 else ""
         body += (
             f'<details{folded} style="{_BOX}"><summary>the Relax module ({n_lines} lines)'
-            f"</summary>{highlight_html(script)}</details>"
+            f"</summary>{highlight_html(code)}{folded_note(note)}</details>"
         )
         plain += "\n\n" + script
     return {"text/html": body, "text/plain": plain}

@@ -67,9 +67,10 @@ def _tick_text(value: float, unit: str, scale: float) -> str:
 
 
 def _log_ticks(low: float, high: float) -> list[float]:
-    """Ticks of a log axis from ``low`` to ``high``: 1-2-5 per decade, or every digit when the
-    span is too narrow for two of those."""
-    for steps in ((1, 2, 5), (1, 2, 3, 4, 5, 6, 7, 8, 9)):
+    """Ticks of a log axis from ``low`` to ``high``: 1-2-5 per decade, or every digit, or every
+    half digit when the span is too narrow for two of those."""
+    halves = tuple(m / 2 for m in range(2, 20))  # 1, 1.5, 2, ... 9.5
+    for steps in ((1, 2, 5), (1, 2, 3, 4, 5, 6, 7, 8, 9), halves):
         ticks = [
             m * 10.0**e
             for e in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1)
@@ -356,6 +357,22 @@ def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
     ]
 
 
+def _spread(timing: Any) -> str:
+    """`` ±3%``: how much the runs of a latency varied (empty when unknown)."""
+    spread = getattr(timing, "spread", None)
+    return f" ±{spread:.0%}" if spread is not None else ""
+
+
+def _speedup_text(result: TuneResult) -> str:
+    """``3.65x``, or ``no measurable change`` when tuned and baseline are within each other's
+    spread (a ratio inside the noise would read as a gain or a loss that is not there)."""
+    if not result.speedup:
+        return "-"
+    if result.measurable is False:
+        return f"no measurable change ({result.speedup:.2f}x is within how much the runs vary)"
+    return f"{result.speedup:.2f}x"
+
+
 def _search_best(result: TuneResult) -> float | None:
     """The best candidate's latency as the search measured it (its curve's last point): what
     the progress line showed, a figure of its own beside the result's re-timing."""
@@ -365,7 +382,7 @@ def _search_best(result: TuneResult) -> float | None:
 
 def result_text(result: TuneResult) -> str:
     """The summary a result prints: latencies, % of peak, why it stopped, where the work dir is."""
-    speedup = f"{result.speedup:.2f}x" if result.speedup else "-"
+    speedup = _speedup_text(result)
     reason = result.stop_reason or ("interrupted" if result.interrupted else "")
     stopped = _STOPPED.get(reason, reason)
     header = f"TuneResult ({result.kind}, {result.n_records} trials" + (
@@ -381,8 +398,11 @@ def result_text(result: TuneResult) -> str:
             f"  best     candidate {_latency(result.best_candidate_s)}, slower than the kernel as"
             " written (timed in turns); .trace is its schedule",
         ]
+    elif result.kind == "model":
+        lines.append(f"  tuned    {best}{_spread(result.timing)}, the whole model timed in turns "
+                     "with the default build")  # fmt: skip
     else:
-        lines.append(f"  tuned    {best}, timed as %mlc_time times it")
+        lines.append(f"  tuned    {best}{_spread(result.timing)}, timed as %mlc_time times it")
     searched = _search_best(result)
     if searched is not None and result.kind != "model" and result.kept != "as written":
         lines.append(
@@ -390,7 +410,8 @@ def result_text(result: TuneResult) -> str:
             "(the progress line's figure)"
         )
     lines += [
-        f"  {untuned} {_latency(result.baseline_latency_s)}   speed-up {speedup}",
+        f"  {untuned} {_latency(result.baseline_latency_s)}{_spread(result.baseline_timing)}"
+        f"   speed-up {speedup}",
         f"  trials   {result.n_records}"
         + (_earlier(result.n_records, earlier) if earlier else " new")
         + (f" in {_duration(result.elapsed_s)}" if result.elapsed_s else "")
@@ -416,6 +437,10 @@ def result_text(result: TuneResult) -> str:
                 + ", ".join(f"{k} {_duration(v)}" for k, v in result.phases.items())
                 + (f" of {_duration(result.time_budget_s)}" if result.time_budget_s else "")
             )
+        lines.append(
+            "  kernels  default and tuned: each kernel per call, timed in turns on the same "
+            "buffers (a progress line's 'best candidate' is the search's own timing)"
+        )
         lines += ["  " + line for line in _aligned(model_task_rows(result))]
     lines += [f"  note: {note}" for note in result.notes]
     limits = cached_machine_limits() if result.peak_gflops else None

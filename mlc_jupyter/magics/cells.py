@@ -54,8 +54,15 @@ class CellMagics(Magics):
         if args.quiet:
             self.shell.user_ns["_"] = value
             return None
+        # the echo in the learner's own spelling: a cell written as the book spells TensorIR
+        # (T.block, "tir.noalias") is shown so, not as TVM 0.27 prints it (T.sblock, tirx)
+        spelling = "course" if parsed.translations else "tvm"
         for other, obj in list(parsed.objects.items())[:-1] if not args.name else []:
-            display(ir_bundle(obj, other), raw=True)
+            display(ir_bundle(obj, other, spelling), raw=True)
+        if spelling == "course":
+            display(ir_bundle(value, spelling=spelling), raw=True)
+            self.shell.user_ns["_"] = value
+            return None
         return value
 
     @staticmethod

@@ -12,6 +12,7 @@ from ..display.trace import trace_bundle
 from ..trace import load_trace
 from ..tvm_compat import ir_module_type, is_tvm_object, prim_func_type
 from ..widgets.trace_replay import TraceReplay
+from .course_state import course_spelling_options
 from .lookup import lookup
 
 
@@ -58,8 +59,9 @@ class TraceMagics(Magics):
             self.shell.user_ns[name] = result
 
         return TraceReplay(
-            session=session, mod_name=mod_name, bind=bind, bind_name=name, target=args.target
-        )
+            session=session, mod_name=mod_name, bind=bind, bind_name=name, target=args.target,
+            **course_spelling_options(self.shell),
+        )  # fmt: skip
 
     def _name_of(self, mod: Any) -> str:
         """The notebook's name for the module a trace was matched to (the exported cell's MOD)."""

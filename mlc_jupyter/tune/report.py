@@ -110,6 +110,9 @@ class TuneResult:
     stop_reason: str = ""
     spaces: dict[str, str] = field(default_factory=dict)
     timing: Any = None
+    #: the untuned (``tir``) or default (``model``) workload's ``Timing``, taken beside ``timing``
+    #: (its spread says whether a speed-up is measurable); ``None`` when it was not timed so
+    baseline_timing: Any = None
     peak_gflops: float | None = None
     bytes: float | None = None
     time_budget_s: float | None = None
@@ -135,6 +138,18 @@ class TuneResult:
         """The tuned kernel's share of this machine's fp32 peak (``None`` when unknown)."""
         gflops = self.best_gflops
         return gflops / self.peak_gflops if gflops and self.peak_gflops else None
+
+    @property
+    def measurable(self) -> bool | None:
+        """Whether tuned and baseline differ by more than their runs vary (their ranges of
+        median ± standard deviation do not meet, the rule ``%mlc_time``'s ranking uses);
+        ``None`` when a spread is unknown."""
+        tuned, base = self.timing, self.baseline_timing
+        if tuned is None or base is None or tuned.std_s is None or base.std_s is None:
+            return None
+        if not tuned.median_s or not base.median_s:
+            return None
+        return abs(tuned.median_s - base.median_s) > tuned.std_s + base.std_s
 
     @property
     def speedup(self) -> float | None:

@@ -200,6 +200,12 @@ function graphPane(model) {
   if (model.get("graph_svg")) {
     drawing.innerHTML = model.get("graph_svg");  // dot's SVG, built in Python
     controls.append(...zoomControls(drawing));
+    const hint = h("span", { class: "mlc-st-note", "data-testid": "graph-hint" }, "");
+    controls.append(hint);
+    // a graph wider than its frame says so (it is cut by the frame, never by a panel)
+    requestAnimationFrame(() => {
+      hint.textContent = drawing.scrollWidth > drawing.clientWidth + 1 ? "drag or scroll to see all, or fit" : "";
+    });
   } else {
     drawing.append(h("pre", {}, model.get("graph_text") || "(no Relax function to draw)"));
   }
@@ -272,9 +278,14 @@ function passTools(model, step, index) {
   return row;
 }
 
+// Below this width each side of a side-by-side diff would hold under ~40 characters: the
+// stepper shows the unified diff instead (and says so), until the cell is wide again.
+const SIDE_BY_SIDE_MIN_PX = 700;
+
 function render({ model, el }) {
   const root = h("div", { class: "mlc-st" });
   el.append(root);
+  let narrow = false;  // too narrow for side by side (measured, see SIDE_BY_SIDE_MIN_PX)
   let form = null;  // the interactive form survives redraws (see interactiveForm)
   // What the user folded away, kept while stepping: the side panels and step list as a whole
   // (the IR then takes the whole width), or single panels.
@@ -313,14 +324,23 @@ function render({ model, el }) {
         step.unchanged ? h("span", { class: "mlc-st-unchanged", "data-testid": "unchanged" }, " — no change") : null)
       : h("div", { class: "mlc-st-source", "data-testid": "source" }, "initial module");
     const code = h("div", { class: "mlc-st-code", "data-testid": "ir" });
+    const shown = view === "side" && narrow ? "unified" : view;
     if (view === "graph") code.append(graphPane(model));
     else if (!ready) code.append(h("pre", {}, "…"));
     else if (view === "ir") code.innerHTML = cur.html;  // highlighted in Python (escaped there)
-    else code.append(diffView(cur, view));
+    else {
+      if (shown !== view) {
+        code.append(h("div", { class: "mlc-st-note", "data-testid": "view-note" },
+          "side by side needs a wider cell: the unified diff"));
+      }
+      code.append(diffView(cur, shown));
+    }
     const side = h("div", { class: "mlc-st-sidebar", "data-testid": "sidebar" });
     for (const panel of model.get("panels")) {
+      // one block per line: a line wider than the panel wraps at its spaces, indented under itself
+      const lines = (step[panel.key] || "—").split("\n").map((line) => h("span", { class: "mlc-st-pl" }, line + "\n"));
       const box = h("details", { class: "mlc-st-panel-box" }, h("summary", { class: "mlc-st-h" }, panel.title),
-        h("pre", { class: `mlc-st-panel mlc-st-${panel.key}`, "data-testid": panel.key }, step[panel.key] || "—"));
+        h("pre", { class: `mlc-st-panel mlc-st-${panel.key}`, "data-testid": panel.key }, ...lines));
       box.open = !closedPanels.has(panel.key);
       box.addEventListener("toggle", () => { if (box.open) closedPanels.delete(panel.key); else closedPanels.add(panel.key); });
       side.append(box);
@@ -333,7 +353,7 @@ function render({ model, el }) {
       for (const r of timings) {
         chart.append(h("div", { class: "mlc-st-bar-row" }, `#${r.index} `,
           h("span", { class: "mlc-st-bar", style: `width: ${Math.round(100 * (r.ms || 0) / max)}px` }),
-          r.ms == null ? ` failed: ${r.error}` : ` ${r.ms.toFixed(4)} ms${r.correct === false ? " (wrong!)" : ""}`));
+          r.ms == null ? ` failed: ${r.error}` : ` ${r.latency}${r.correct === false ? " (wrong!)" : ""}`));
       }
       side.append(chart);
     }
@@ -369,6 +389,16 @@ function render({ model, el }) {
       listWatch.observe(list);
     }
   };
+  // a cell that gets narrower than side by side needs (or wide enough again) is drawn again
+  const widthWatch = new ResizeObserver(() => {
+    const now = root.clientWidth > 0 && root.clientWidth < SIDE_BY_SIDE_MIN_PX;
+    if (now !== narrow) {
+      narrow = now;
+      if (model.get("view") === "side") draw();
+    }
+  });
+  widthWatch.observe(root);
+  narrow = root.clientWidth > 0 && root.clientWidth < SIDE_BY_SIDE_MIN_PX;
   draw();
   const traits = ["steps", "index", "current", "view", "error", "status", "blocks", "timings", "code",
     "can_redo", "graph_svg", "graph_text", "graph_functions"];
@@ -377,6 +407,7 @@ function render({ model, el }) {
   return () => {
     for (const name of traits) model.off(`change:${name}`, draw);
     if (listWatch) listWatch.disconnect();
+    widthWatch.disconnect();
   };
 }
 

@@ -16,6 +16,7 @@ import traitlets as t
 
 from ..dialect import course_spelling
 from ..display.highlight import highlight_html
+from ..display.timing import format_time
 from ..errors import MLCError
 from ..measure import time_module
 from ..measure.timer import Timing
@@ -99,6 +100,12 @@ class Stepper(anywidget.AnyWidget):
     def _spelled(self, text: str) -> str:
         return course_spelling(text) if self.spelling == "course" else text
 
+    @t.validate("error")
+    def _error_spelled(self, proposal: Any) -> str:
+        """An error quotes the IR in the spelling the view is in (``T.block("Y")`` in course
+        spelling, not the ``T.sblock("Y")`` TVM 0.27 wrote)."""
+        return self._spelled(str(proposal["value"]))
+
     def _respell(self, _change: Any = None) -> None:
         """The steps' traces and the IR on screen in the chosen spelling."""
         self.steps = [
@@ -133,6 +140,7 @@ class Stepper(anywidget.AnyWidget):
         row = {
             "index": index,
             "ms": timing.median_s * 1e3 if timing.median_s else None,
+            "latency": format_time(timing.median_s) if timing.median_s else "",
             "gflops": timing.gflops,
             "correct": timing.correct,
             "error": timing.error or "",
@@ -140,7 +148,7 @@ class Stepper(anywidget.AnyWidget):
         self.timings = sorted([*(r for r in self.timings if r["index"] != index), row],
                               key=lambda r: r["index"])  # fmt: skip
         self.status = f"step {index}: " + (
-            f"{row['ms']:.4f} ms" if row["ms"] is not None else f"failed: {row['error']}"
+            row["latency"] if row["ms"] is not None else f"failed: {row['error']}"
         )
         return timing
 

@@ -101,7 +101,7 @@ function drawDiff(pre, text) {
 
 function drawHistory(model, table) {
   table.replaceChildren(
-    h("tr", {}, ...["#", "decisions", "latency (ms)", "GFLOP/s", "% peak", "correct", ""].map((c) => h("th", {}, c))),
+    h("tr", {}, ...["#", "decisions", "latency", "GFLOP/s", "% peak", "correct", ""].map((c) => h("th", {}, c))),
   );
   const picked = model.get("picked");
   for (const row of model.get("history")) {
@@ -118,7 +118,7 @@ function drawHistory(model, table) {
         { class: row.row === picked ? "mlc-tr-picked" : "", title: row.error || "" },
         h("td", {}, String(row.row + 1)),
         h("td", {}, row.decisions || "(no sampling)"),
-        h("td", {}, row.error ? "failed" : fmt(row.latency_ms, 4)),
+        h("td", {}, row.error ? "failed" : row.latency || "–"),
         h("td", {}, fmt(row.gflops, 1)),
         h("td", {}, fmt(row.peak_pct, 0)),
         h("td", {}, correct),
@@ -141,12 +141,18 @@ function render({ model, el }) {
   const exportCode = h("button", { class: "mlc-tr-button", onclick: () => model.send({ type: "export", format: "code" }) }, "Export code");
   const exportJson = h("button", { class: "mlc-tr-button", onclick: () => model.send({ type: "export", format: "json" }) }, "Export JSON");
   const reset = h("button", { class: "mlc-tr-button", onclick: () => model.send({ type: "reset" }) }, "Reset");
+  // the IR and instructions as the book spells them (T.block) or as TVM 0.27 prints them
+  const spelling = h("select", { "data-testid": "spelling", onchange: (e) => {
+    model.set("spelling", e.target.value); model.save_changes(); } });
+  for (const [v, text] of [["course", "course spelling"], ["tvm", "TVM 0.27 spelling"]]) {
+    spelling.append(h("option", { value: v }, text));
+  }
   const controls = h(
     "div",
     { class: "mlc-tr-controls" },
     prev, slider, next, label,
     h("label", {}, diffToggle, " diff"),
-    retime, exportCode, exportJson, reset,
+    retime, exportCode, exportJson, reset, spelling,
   );
   const error = h("div", { class: "mlc-tr-error", "data-testid": "error" });
   const status = h("div", { class: "mlc-tr-status", "data-testid": "status" });
@@ -180,11 +186,13 @@ function render({ model, el }) {
     drawHistory(model, history);
     history.style.display = model.get("history").length ? "" : "none";
     roofline.innerHTML = model.get("roofline_html");
+    spelling.value = model.get("spelling");
+    spelling.style.display = model.get("offer_course_spelling") ? "" : "none";
     exported.value = model.get("export_text");
     exported.style.display = model.get("export_text") ? "" : "none";
   };
   diffToggle.addEventListener("change", draw);
-  const names = ["step", "n_steps", "steps", "groups", "ir_html", "diff_text", "error", "status", "history", "roofline_html", "picked", "export_text", "title"];
+  const names = ["step", "n_steps", "steps", "groups", "ir_html", "diff_text", "error", "status", "history", "roofline_html", "picked", "export_text", "title", "spelling", "offer_course_spelling"];
   for (const name of names) model.on(`change:${name}`, draw);
   draw();
   return () => {

@@ -15,8 +15,10 @@ import anywidget
 import traitlets as t
 
 from ..compilation import resolve_target
+from ..dialect import course_spelling
 from ..display.highlight import highlight_html
 from ..display.roofline import RooflinePoint, roofline_svg
+from ..display.timing import format_time
 from ..display.trace import decision_text, step_groups, trace_bundle
 from ..errors import MLCError
 from ..measure.machine import cached_machine_limits, kernel_cores
@@ -33,7 +35,7 @@ def _changes(before: str, after: str) -> tuple[list[int], str]:
     return changed_lines(before, after), unified_diff(before, after)
 
 
-def _step_dict(step: Any) -> dict[str, Any]:
+def _step_dict(step: Any, spell: Callable[[str], str] = str) -> dict[str, Any]:
     info = step.decision
     decision = None
     if info is not None:
@@ -48,7 +50,7 @@ def _step_dict(step: Any) -> dict[str, Any]:
     return {
         "index": step.index,
         "kind": step.kind,
-        "text": step.text,
+        "text": spell(step.text),
         "block": step.block,
         "postproc": step.postproc,
         "decision": decision,
@@ -87,6 +89,10 @@ class TraceReplay(anywidget.AnyWidget):
     picked = t.Int(-1).tag(sync=True)
     bind_name = t.Unicode("").tag(sync=True)
     export_text = t.Unicode("").tag(sync=True)
+    # "tvm": the IR and instructions as TVM 0.27 prints them; "course": in the book's spelling
+    # (T.block for T.sblock, get_block), offered when the notebook runs in course mode
+    spelling = t.Unicode("tvm").tag(sync=True)
+    offer_course_spelling = t.Bool(False).tag(sync=True)
 
     def __init__(
         self,
@@ -116,7 +122,15 @@ class TraceReplay(anywidget.AnyWidget):
         self._sync_steps()
         self.step = session.n_steps
         self._draw()
+        self.observe(self._respell, names=["spelling"])
         self.on_msg(self._on_message)
+
+    def _spelled(self, text: str) -> str:
+        return course_spelling(text) if self.spelling == "course" else text
+
+    def _respell(self, _change: Any = None) -> None:
+        self._sync_steps()
+        self._draw()
 
     # -- Python API (what the buttons do) ---------------------------------------------------------
     def edit(self, index: int, value: Any) -> bool:
@@ -139,7 +153,7 @@ class TraceReplay(anywidget.AnyWidget):
         self.history = [*self.history, self._row_dict(len(self.history), row)]
         self.roofline_html = self._roofline()
         self.status = (
-            f"timed: {row.latency_s * 1e3:.4f} ms" if row.latency_s else f"failed: {row.error}"
+            f"timed: {format_time(row.latency_s)}" if row.latency_s else (f"failed: {row.error}")
         )
         return row
 
@@ -185,8 +199,8 @@ class TraceReplay(anywidget.AnyWidget):
 
     def _draw(self) -> None:
         k = self.step
-        after = self.session.module_at(k).script()
-        before = self.session.module_at(k - 1).script() if k > 0 else after
+        after = self._spelled(self.session.module_at(k).script())
+        before = self._spelled(self.session.module_at(k - 1).script()) if k > 0 else after
         lines, diff = _changes(before, after)
         self.changed = lines
         self.diff_text = diff
@@ -194,7 +208,7 @@ class TraceReplay(anywidget.AnyWidget):
 
     def _sync_steps(self) -> None:
         self.n_steps = self.session.n_steps
-        self.steps = [_step_dict(s) for s in self.session.steps]
+        self.steps = [_step_dict(s, self._spelled) for s in self.session.steps]
         self.groups = [
             {"label": label, "first": members[0].index, "last": members[-1].index}
             for label, members in step_groups(self.session.steps)
@@ -206,6 +220,7 @@ class TraceReplay(anywidget.AnyWidget):
             "row": index,
             "decisions": "; ".join(f"#{i + 1}: {v}" for i, v in row.decisions.items()),
             "latency_ms": row.latency_s * 1e3 if row.latency_s else None,
+            "latency": format_time(row.latency_s) if row.latency_s else "",
             "gflops": row.gflops,
             "peak_pct": 100 * row.peak_fraction if row.peak_fraction else None,
             "correct": row.correct,

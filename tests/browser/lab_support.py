@@ -101,3 +101,78 @@ class Lab:
     def screenshot(self, name: str, locator=None) -> Path:
         """Save ``test-output/<name>.png`` of the page (or of ``locator``)."""
         return screenshot(locator if locator is not None else self.page, name)
+
+
+#: Breaks of wrapped text inside a token (a name, a path, a word): every text node under
+#: ``root`` outside SVG is measured, line by line; a break between two word characters
+#: (letters, digits, ``_``, ``'``) is a mid-token wrap. Returns each with its context.
+SPLIT_TOKENS_JS = r"""(root) => {
+  const word = /[A-Za-z0-9_']/;
+  const found = [];
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const range = document.createRange();
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const parent = node.parentElement;
+    if (!parent || parent.closest('svg, script, style, .cm-editor, textarea')) continue;
+    if (!parent.getClientRects().length) continue;  // hidden (a closed <details>, say)
+    const text = node.textContent;
+    let start = 0;
+    for (const segment of text.split('\n')) {
+      const end = start + segment.length;
+      if (segment.trim().length > 1) {
+        range.setStart(node, start); range.setEnd(node, end);
+        const lines = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+        if (lines.size > 1) {
+          let top = null;
+          for (let i = start; i < end; i++) {
+            if (text[i] === ' ') continue;
+            range.setStart(node, i); range.setEnd(node, i + 1);
+            const r = range.getBoundingClientRect();
+            if (!r.width) continue;
+            if (top !== null && r.top > top + 2 && word.test(text[i]) && word.test(text[i - 1])) {
+              found.push(text.slice(Math.max(0, i - 20), i) + ' / ' + text.slice(i, i + 20));
+            }
+            top = r.top;
+          }
+        }
+      }
+      start = end + 1;
+    }
+  }
+  return found;
+}"""
+
+#: Every roofline label against its dot and the other labels: returns what is wrong.
+ROOFLINE_LABELS_JS = r"""(root) => {
+  const wrong = [];
+  for (const svg of root.querySelectorAll('svg[aria-label="roofline chart"]')) {
+    if (!svg.getClientRects().length) continue;
+    const boxes = [];
+    const dots = svg.querySelectorAll('[data-dot]');
+    for (const dot of dots) {
+      const i = dot.dataset.dot;
+      const label = svg.querySelector(`[data-label-for="${i}"]`);
+      const legend = svg.querySelector(`[data-legend-for="${i}"]`);
+      const name = (dot.querySelector('title') || {}).textContent || i;
+      if (!label) {
+        if (!legend && !name.startsWith('row ')) wrong.push(`${name}: no label`);
+        continue;
+      }
+      const d = dot.getBoundingClientRect(), b = label.getBoundingClientRect();
+      const cx = d.left + d.width / 2, cy = d.top + d.height / 2;
+      const dx = Math.max(b.left - cx, 0, cx - b.right), dy = Math.max(b.top - cy, 0, cy - b.bottom);
+      if (Math.hypot(dx, dy) > 60) wrong.push(`${label.textContent}: ${Math.round(Math.hypot(dx, dy))} px from its dot`);
+      for (const [other, o] of boxes) {
+        const w = Math.min(b.right, o.right) - Math.max(b.left, o.left);
+        const h = Math.min(b.bottom, o.bottom) - Math.max(b.top, o.top);
+        if (w > 1 && h > 1) wrong.push(`${label.textContent} covers ${other}`);
+      }
+      boxes.push([label.textContent, b]);
+    }
+  }
+  return wrong;
+}"""
+
+#: Tuning curves' texts that read zero (``0.0 us``): a tick or a label in a unit too large.
+ZERO_TICKS_JS = r"""(root) => [...root.querySelectorAll('svg.mlc-tune-curve text')]
+  .map(t => t.textContent).filter(t => /(^|[^\d.])0\.0+(\s|$)/.test(t))"""

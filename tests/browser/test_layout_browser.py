@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from build_support import MM_RELU_STEPS
+from lab_support import SPLIT_TOKENS_JS
 
 pytestmark = pytest.mark.browser
 
@@ -133,17 +134,34 @@ def test_outputs_fit_their_boxes_at_two_widths(lab):
         for index in (TIMING, TUNING, PIPELINE, SCHEDULE):
             output = outputs.nth(index)
             assert output.evaluate(CLIPPED_JS) == [], f"clipped at {width} px (cell {index})"
-        # both sides of the diff are on screen, side by side
+        # both sides of the diff are on screen, side by side; a cell too narrow for two
+        # readable sides shows the unified diff instead, and says so
         sides = schedule.locator("[data-testid=diff] [data-side]")
         box = schedule.get_by_test_id("ir").bounding_box()
-        for side in ("before", "after"):
-            pane = schedule.locator(f"[data-side={side}]").bounding_box()
-            assert pane and pane["width"] > 150, f"the {side} side is not visible at {width} px"
-            assert (
-                box["x"] - 1 <= pane["x"]
-                and pane["x"] + pane["width"] <= box["x"] + box["width"] + 1
-            )
-        assert sides.count() == 2
+        if schedule.bounding_box()["width"] >= 700:
+            for side in ("before", "after"):
+                pane = schedule.locator(f"[data-side={side}]").bounding_box()
+                assert pane and pane["width"] > 300, f"the {side} side is narrow at {width} px"
+                assert (
+                    box["x"] - 1 <= pane["x"]
+                    and pane["x"] + pane["width"] <= box["x"] + box["width"] + 1
+                )
+            assert sides.count() == 2
+        else:
+            assert sides.count() == 0
+            expect(schedule.get_by_test_id("view-note")).to_contain_text("unified diff")
+            diff = schedule.get_by_test_id("diff").bounding_box()
+            assert diff["width"] >= box["width"] - 2  # the whole width, one pane
+        for index in (TIMING, TUNING, PIPELINE, SCHEDULE):
+            split = outputs.nth(index).evaluate(SPLIT_TOKENS_JS)
+            assert split == [], f"text wrapped inside a token at {width} px: {split[:3]}"
+        # the graph stays in its own frame, beside or above the panels, never under one
+        passes_now = page.locator(".mlc-st").nth(0)
+        drawing = passes_now.get_by_test_id("graph-drawing").bounding_box()
+        side = passes_now.get_by_test_id("sidebar").bounding_box()
+        beside = drawing["x"] + drawing["width"] <= side["x"] + 1
+        above = drawing["y"] + drawing["height"] <= side["y"] + 1
+        assert beside or above, f"the graph runs under the side panel at {width} px"
         schedule.get_by_test_id("view").select_option("ir")
         assert schedule.evaluate(WRAPPED_JS) == [], f"an IR line wraps at {width} px"
         assert outputs.nth(IR).evaluate(WRAPPED_JS) == [], f"printed IR wraps at {width} px"

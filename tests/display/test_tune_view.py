@@ -169,3 +169,35 @@ def test_the_result_curve_shows_the_kernel_before_tuning_and_says_which_timing_i
     assert "search   best candidate 8.10 us as the tuner's runs timed it" in text
     svg = result_bundle(result)["text/html"]
     assert 'data-ref="untuned"' in svg and "untuned 101.5 us" in svg
+
+
+def _timing(median: float, std: float):
+    from mlc_jupyter.measure.timer import Timing
+
+    runs = (median - std, median, median + std)
+    return Timing("t", median, median, std, median - std, 3, results_s=runs)
+
+
+def test_a_speed_up_inside_the_runs_spread_reads_no_measurable_change():
+    result = TuneResult(
+        workload=None, mod=None, trace=None, best_latency_s=20.996e-3,
+        baseline_latency_s=18.950e-3, target=None, work_dir="/w", n_records=16, kind="model",
+        timing=_timing(20.996e-3, 2.5e-3), baseline_timing=_timing(18.950e-3, 1.5e-3),
+    )  # fmt: skip
+    text = result_text(result)
+    assert "speed-up no measurable change (0.90x is within how much the runs vary)" in text
+    assert "tuned    20.996 ms ±12%, the whole model timed in turns with the default build" in text
+    assert "default  18.950 ms ±8%" in text
+    clear = dataclasses.replace(result, timing=_timing(10e-3, 0.2e-3), best_latency_s=10e-3)
+    assert "speed-up 1.90x" in result_text(clear)
+
+
+def test_a_model_result_says_how_its_kernels_were_timed():
+    from mlc_jupyter.tune import ModelTask
+
+    result = TuneResult(
+        workload=None, mod=None, trace=None, best_latency_s=1e-3, baseline_latency_s=2e-3,
+        target=None, work_dir="/w", n_records=8, kind="model",
+        model_tasks=(ModelTask("k", 1, 1.0, 8, 2e-3, 1e-3, "tuned", seconds=3.0, new=8),),
+    )  # fmt: skip
+    assert "kernels  default and tuned: each kernel per call, timed in turns" in result_text(result)

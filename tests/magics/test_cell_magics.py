@@ -72,8 +72,25 @@ def test_module_is_shown_highlighted_with_a_plain_text_fallback(shell):
     formatter = shell.display_formatter.formatters["text/html"]
     html = formatter.lookup(mod)(mod)
     assert "<pre" in html and "var(--jp-mirror-editor" in html and "mm_relu" in html
-    assert "T.sblock" in shell.display_formatter.formatters["text/plain"](mod)
-    assert "T.sblock" in captured.stdout
+    assert "T.sblock" in shell.display_formatter.formatters["text/plain"](mod)  # TVM's own
+    # the cell's echo is in the learner's own spelling: the book's T.block, tir, no s_tir
+    (echo,) = [out.data["text/plain"] for out in captured.outputs]
+    assert 'T.block("Y")' in echo and "T.sblock" not in echo
+    assert "tirx" not in echo and "s_tir=True" not in echo
+    assert shell.user_ns["_"] is mod
+
+
+def test_a_cell_in_tvm_027_spelling_is_echoed_as_written(shell):
+    with capture_output() as captured:
+        shell.run_cell(
+            "%%tir\n@T.prim_func(s_tir=True)\n"
+            'def one(A: T.Buffer((4,), "float32")):\n'
+            "    for i in range(4):\n"
+            '        with T.sblock("A"):\n'
+            "            vi = T.axis.spatial(4, i)\n"
+            "            A[vi] = T.float32(1)\n"
+        )
+    assert 'T.sblock("A")' in captured.stdout
 
 
 def test_quiet_binds_without_showing_and_underscore_holds_the_object(shell):

@@ -45,6 +45,12 @@ def test_mlc_trace_shows_every_instruction_and_ends_at_the_final_module(book_she
     w = book_shell.run_line_magic("mlc_trace", "sch --mod MyModule")
     assert isinstance(w, TraceReplay)
     assert w.n_steps == w.step == 6 and len(w.steps) == 6
+    # course mode is on: the book's spelling (get_block), TVM 0.27's one choice away
+    assert w.spelling == "course" and w.offer_course_spelling
+    assert w.steps[0]["text"] == 'block_C = sch.get_block(name="C", func_name="main")'
+    assert "T.block(" in w.ir_html and "T.sblock(" not in w.ir_html
+    w.spelling = "tvm"
+    assert "T.sblock(" in w.ir_html
     assert [s["text"] for s in w.steps] == [  # the book function's own names, not l1, l4, ...
         'block_C = sch.get_sblock(name="C", func_name="main")',
         "i, j, k = sch.get_loops(block=block_C)",
