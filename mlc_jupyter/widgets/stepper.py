@@ -103,7 +103,7 @@ class Stepper(anywidget.AnyWidget):
     @t.validate("error")
     def _error_spelled(self, proposal: Any) -> str:
         """An error quotes the IR in the spelling the view is in (``T.block("Y")`` in course
-        spelling, not the ``T.sblock("Y")`` TVM 0.27 wrote)."""
+        spelling, not the block spelling TVM 0.27 wrote)."""
         return self._spelled(str(proposal["value"]))
 
     def _respell(self, _change: Any = None) -> None:
