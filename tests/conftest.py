@@ -1,6 +1,6 @@
 """Shared fixtures: a real IPython shell with the extension loaded, and the expensive results
-several test modules read (an imported model, its build's profile, a tuned kernel), made once per
-session. Each is a real result, made as a user makes it, and read-only to the tests: a test that
+several test modules read (an imported model, its build's profile, a tuned kernel, an executed
+notebook), made once per session. Each is a real result, made as a user makes it, and read-only to the tests: a test that
 changes what it gets makes its own."""
 
 from __future__ import annotations
@@ -74,3 +74,19 @@ def tuned_matmul(tmp_path_factory):
     from trace_support import make_tune_result
 
     return make_tune_result(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def executed_notebook():
+    """``executed_notebook(name, timeout)``: ``notebooks/<name>`` run whole in a real kernel, once
+    per session (the notebook tests and the browser tests read the same run)."""
+    from notebook_support import execute_notebook
+
+    runs: dict = {}
+
+    def run(name: str, timeout: int = 600):
+        if name not in runs:
+            runs[name] = execute_notebook(name, timeout)
+        return runs[name]
+
+    return run

@@ -9,31 +9,13 @@ kernels and says plainly when there is no GPU to run them.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from notebook_support import execute_notebook
 
 from mlc_jupyter.compilation.device_code import find_nvcc
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 WIDGET = "application/vnd.jupyter.widget-view+json"
-
-
-def _execute(name: str, timeout: int = 600):
-    """Run ``notebooks/<name>`` in a fresh ``python3`` kernel; return the executed notebook."""
-    import nbformat
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
-    # The repository root as working directory, so the kernel imports this checkout's package.
-    client = NotebookClient(
-        nb,
-        timeout=timeout,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(NOTEBOOKS.parent)}},
-    )
-    client.execute()
-    return nb
 
 
 def _code_cells(nb):
@@ -119,8 +101,10 @@ def _bound(name: str, streams: str) -> bool:
     return re.search(rf"{name}: (built in|cached on disk, built before) ", streams) is not None
 
 
-def test_quickstart_notebook_writes_shows_builds_and_checks_mm_relu_in_a_real_kernel():
-    nb = _execute("00_quickstart.ipynb")
+def test_quickstart_notebook_writes_shows_builds_and_checks_mm_relu_in_a_real_kernel(
+    executed_notebook,
+):
+    nb = executed_notebook("00_quickstart.ipynb")
     assert _errors(nb) == []
     html = [h for h in _outputs(nb, "text/html") if "mm_relu" in h]
     assert html, "the %%tir cell shows no HTML rendering of MyModule"
@@ -138,7 +122,7 @@ def test_quickstart_notebook_writes_shows_builds_and_checks_mm_relu_in_a_real_ke
 
 @pytest.mark.slow
 def test_tensorir_notebook_schedules_step_by_step_and_times_against_numpy():
-    nb = _execute("01_tensorir.ipynb")
+    nb = execute_notebook("01_tensorir.ipynb")
     assert _errors(nb) == []
     # the book's transformation, as steps of the schedule widget (with a static view for saving)
     outs = _cell_outputs(nb, "%%mlc_schedule MyModule --time")
@@ -158,7 +142,7 @@ def test_tensorir_notebook_schedules_step_by_step_and_times_against_numpy():
 
 @pytest.mark.slow
 def test_relax_notebook_builds_runs_and_times_the_mlp_against_numpy_and_torch():
-    nb = _execute("02_relax_end_to_end.ipynb")
+    nb = execute_notebook("02_relax_end_to_end.ipynb")
     assert _errors(nb) == []
     streams = _streams(nb)
     for name in ("MyModule", "MyModuleWithExternCall", "MyModuleMixture", "MyModuleWithParams"):
@@ -171,7 +155,7 @@ def test_relax_notebook_builds_runs_and_times_the_mlp_against_numpy_and_torch():
 
 @pytest.mark.slow
 def test_automatic_optimization_notebook_tunes_and_replays_the_tuned_trace():
-    nb = _execute("03_automatic_optimization.ipynb", timeout=900)
+    nb = execute_notebook("03_automatic_optimization.ipynb", timeout=900)
     assert _errors(nb) == []
     streams = _streams(nb)
     assert "bound MyModule_random" in streams and "bound MyModule_tuned" in streams
@@ -197,7 +181,7 @@ def test_automatic_optimization_notebook_tunes_and_replays_the_tuned_trace():
 
 @pytest.mark.slow
 def test_gpu_notebook_shows_cuda_kernels_and_runs_them_only_on_a_gpu():
-    nb = _execute("04_gpu.ipynb")
+    nb = execute_notebook("04_gpu.ipynb")
     assert _errors(nb) == []
     cuda = [t for t in _outputs(nb, "text/plain") if "__global__" in t]
     assert len(cuda) >= 2, "the --show cuda cells show no kernel"
@@ -216,7 +200,7 @@ def test_gpu_notebook_shows_cuda_kernels_and_runs_them_only_on_a_gpu():
 def test_graph_optimization_notebook_steps_the_books_passes_and_schedules_the_fused_kernel():
     from mlc_jupyter.graph import dot_available
 
-    nb = _execute("06_graph_optimization.ipynb")
+    nb = execute_notebook("06_graph_optimization.ipynb")
     assert _errors(nb) == []
     # the book's rewrites as steps of the pass stepper, each with what it changed
     outs = _cell_outputs(nb, "%%mlc_passes MLPModel --as MLPModelFinal")
@@ -249,8 +233,10 @@ def _checked(table: dict[str, dict[str, str]], *rows: str) -> None:
 
 
 @pytest.mark.slow
-def test_frameworks_notebook_imports_resnet_and_an_encoder_and_races_them_against_pytorch():
-    nb = _execute("05_frameworks.ipynb", timeout=1200)
+def test_frameworks_notebook_imports_resnet_and_an_encoder_and_races_them_against_pytorch(
+    executed_notebook,
+):
+    nb = executed_notebook("05_frameworks.ipynb", timeout=1200)
     errors = _errors(nb)  # only the cell that shows an operator TVM lacks fails, on purpose
     assert len(errors) == 1, errors
     assert errors[0].startswith("ModelImportError: TVM cannot translate operator special_bessel_j0")

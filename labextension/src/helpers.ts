@@ -30,8 +30,8 @@ export function detectMagic(text: string): MagicName | null {
 const WORKBENCH_RE = /^\s*(%%?mlc_\w+|%%(tir|relax)(?=\s|$)|%load_ext\s+mlc_jupyter\b)/m;
 
 /**
- * Whether a cell runs one of mlc_jupyter's magics (or loads it): its outputs then break text
- * at spaces only, never inside a name, a path or a word, and scroll a longer token.
+ * Whether a cell runs one of mlc_jupyter's magics (or loads it): the outputs of its notebook then
+ * break text at spaces only, never inside a name, a path or a word, and scroll a longer token.
  */
 export function usesWorkbench(text: string): boolean {
   return WORKBENCH_RE.test(text);

@@ -51,7 +51,7 @@ function dispatchTo(cell: Cell, effects: ReturnType<typeof setDiagnostic.of>): v
 function syncDiagnostic(cell: CodeCell): void {
   let found: IDiagnostic | null = null;
   const source = cell.model.sharedModel.getSource();
-  // the cell's outputs wrap at spaces only (style/index.css), not inside a token
+  // a notebook with such a cell wraps outputs at spaces only (style/index.css), not in a token
   cell.node.classList.toggle('mlc-cell', usesWorkbench(source));
   if (detectMagic(source)) {
     const outputs = [];

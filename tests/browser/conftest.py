@@ -75,6 +75,11 @@ def lab_server(tmp_path_factory) -> Iterator[LabServer]:
     (notification / "notification.jupyterlab-settings").write_text(
         '{"fetchNews": "false", "checkForUpdates": false}'
     )
+    # every cell laid out: with the default "contentVisibility" a cell out of view is not
+    # rendered, and its text and boxes read empty to a test (a user scrolls to it)
+    tracker = settings / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
     env["JUPYTERLAB_SETTINGS_DIR"] = str(settings)
     # the lab extension built in this tree, ahead of the one the venv links (another checkout's)
     built = REPO / "mlc_jupyter" / "labextension"
