@@ -125,7 +125,7 @@ def run_raw(func, trials: int, seed: int) -> dict:
 def prefix_choice(run: dict, records: int | None = None, seconds: float | None = None):
     """The module the driver would return had its run stopped after ``records`` records or
     ``seconds``: the first records of its database, chosen as :mod:`selection` chooses."""
-    from mlc_jupyter.tune.records import open_database
+    from mlc_jupyter.tune.records import read_database
     from mlc_jupyter.tune.selection import best_schedules
     from mlc_jupyter.tune.tasks import collect_tasks
     from mlc_jupyter.tvm_compat import metaschedule
@@ -135,7 +135,7 @@ def prefix_choice(run: dict, records: int | None = None, seconds: float | None =
         done = [e.trials_done for t, e in run["events"] if t <= seconds]
         records = max(done, default=0)
     ms = metaschedule()
-    database = open_database(run["work"])
+    database = read_database(run["work"])
     memory = ms.database.MemoryDatabase()
     tasks = collect_tasks(result.workload, result.target)
     workload = memory.commit_workload(tasks.mods[0])

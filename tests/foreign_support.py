@@ -59,13 +59,15 @@ def poisoned_trace_json(mod: Any, marker: Path) -> str:
 def poisoned_work_dir(work: Path, mod: Any, marker: Path) -> Path:
     """A tuning work dir whose one record is the poisoned schedule, as a shared work dir."""
     from mlc_jupyter.tune.records import create_database
+    from mlc_jupyter.tune.work_lock import hold_work_dir
     from mlc_jupyter.tvm_compat import ir_module_type, metaschedule, tvm
 
-    database = create_database(work)
-    workload = database.commit_workload(ir_module_type()({"main": mod}))
-    trace = poisoned_schedule(mod, marker).trace
-    target = tvm().target.Target("llvm")
-    database.commit_tuning_record(
-        metaschedule().database.TuningRecord(trace, workload, [1e-5], target)
-    )
+    with hold_work_dir(work):
+        database = create_database(work)
+        workload = database.commit_workload(ir_module_type()({"main": mod}))
+        trace = poisoned_schedule(mod, marker).trace
+        target = tvm().target.Target("llvm")
+        database.commit_tuning_record(
+            metaschedule().database.TuningRecord(trace, workload, [1e-5], target)
+        )
     return work

@@ -27,7 +27,7 @@ from ..compilation.foreign import check_trace
 from ..errors import TuneError
 from ..tune import tune
 from ..tune.options import tuning_target
-from ..tune.records import open_database
+from ..tune.records import read_database
 from ..tune.report import TuneResult
 from ..tune.tasks import collect_tasks
 from ..tvm_compat import Schedule, metaschedule, prim_func_type, structural_equal, tvm
@@ -43,7 +43,7 @@ class TunedDatabase:
 
     def __init__(self, result: TuneResult) -> None:
         self.tune_result = result
-        self.database = open_database(result.work_dir)
+        self.database = read_database(result.work_dir)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):

@@ -15,7 +15,7 @@ from typing import Any
 from ..compilation.default_schedule import Prepared
 from ..compilation.foreign import check_trace
 from ..errors import DeployError
-from ..tune.records import database_dirs, open_database
+from ..tune.records import database_dirs, read_database
 from ..tune.report import TuneResult
 from ..tune.tasks import collect_tasks
 from ..tvm_compat import IS_SCHEDULED_ATTR, ir_module_type
@@ -51,7 +51,7 @@ def apply_records(prepared: Prepared, dirs: tuple[Path, ...], target: Any) -> Wi
     """``prepared.mod`` with each kernel the databases of ``dirs`` hold replaced by its best
     schedule (the first database that has the kernel wins); a record whose trace would link
     code into the build is refused (:func:`~mlc_jupyter.compilation.foreign.check_trace`)."""
-    databases = [open_database(d) for d in dirs]
+    databases = [read_database(d) for d in dirs]
     made = set(prepared.scheduled) | set(prepared.unscheduled)
     out = prepared.mod.clone() if databases else prepared.mod
     tuned = []

@@ -108,6 +108,9 @@ class LiveTuneProgress:
     def __call__(self, event: Any) -> None:
         if self.quiet:
             return
+        if getattr(event, "waiting", ""):  # another run holds the work dir: nothing measured yet
+            print(progress_text(event), flush=True)
+            return
         if not self.started:
             self.started = True
             print(f"tuning in {event.work_dir} (MetaSchedule log: {event.log_path})")

@@ -62,7 +62,16 @@ class TuneMagics(Magics):
         help="candidates per search round (default: 64, or a quarter of the trials when fewer)",
     )
     @argument("--work-dir", default=None, help="database folder (default: per-workload cache)")
-    @argument("--fresh", action="store_true", help="forget earlier records and start over")
+    @argument(
+        "--fresh",
+        action="store_true",
+        help="start over: the work dir's database is moved into previous-<time>/",
+    )
+    @argument(
+        "--no-wait",
+        action="store_true",
+        help="fail at once when another run tunes into the work dir (default: wait for it)",
+    )
     @argument("--seed", type=int, default=None, help="random seed of the search")
     @argument(
         "--space",
@@ -118,6 +127,7 @@ class TuneMagics(Magics):
             per_iter=args.per_iter,
             work_dir=args.work_dir,
             fresh=args.fresh,
+            wait=not args.no_wait,
             seed=args.seed,
             space=space,
             rpc=args.rpc,

@@ -53,6 +53,7 @@ def tune(
     func: str | None = None,
     on_task: Callable[[int, int, ModelTask], None] | None = None,
     bind: dict[str, Any] | None = None,
+    wait: bool = True,
 ) -> TuneResult:
     """Tune ``mod`` with MetaSchedule for ``trials`` measured candidates in all, for ``time``
     (``"10m"``, or seconds), or by default for at most :data:`~.budget.DEFAULT_TIME_S` or until
@@ -62,7 +63,9 @@ def tune(
     the direct-convolution :mod:`.spaces.conv` for NHWC convolutions, pooling and means on CPUs,
     MetaSchedule's CUDA or tensor-core space on GPUs, MetaSchedule's default space for the rest:
     :mod:`.spaces.choice`), ``"metaschedule"``, ``"matmul"``, ``"conv"`` or a schedule function. The work dir's JSON database is the truth: a second call with the same workload and
-    work dir measures only the trials still missing (``fresh=True`` starts over). Ctrl-C, or a
+    work dir measures only the trials still missing (``fresh=True`` starts over, the old database
+    moved into ``previous-<time>/``). One run writes to a work dir at a time: a second waits for
+    it and its progress says so (``wait=False``: fails at once, naming the run). Ctrl-C, or a
     ``KeyboardInterrupt`` raised by ``on_progress``, ends the run after the batch in flight,
     keeps every record and returns the best so far (``interrupted=True``).
 
@@ -79,7 +82,7 @@ def tune(
     their default schedules.
     """
     budget = budget_for(trials, time)
-    search = SearchOptions(per_iter, seed, space, rpc, on_progress)
+    search = SearchOptions(per_iter, seed, space, rpc, on_progress, wait)
     if is_relax_model(mod):
         if bind:
             from .tasks import bind_scalars  # deferred: imports TVM

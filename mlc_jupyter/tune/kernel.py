@@ -62,6 +62,7 @@ from .tasks import (
     with_scalars_kept,
 )
 from .timing import baseline_timing, clearly_faster, compare_in_turns, final_timing, time_remote
+from .work_lock import hold_work_dir, waiting_progress
 
 LOG_NAME = "tune.log"
 #: The most candidates a round measures (MetaSchedule's own default).
@@ -134,8 +135,17 @@ def tune_kernel(
     original = mod
     if bind:
         mod, notes = bind_scalars(mod, bind)
-    run = _prepare(mod, target, budget, work_dir, fresh, search.space, search.rpc)
-    run.notes = notes
+    with contextlib.ExitStack() as held:
+        run = _prepare(mod, target, budget, work_dir, fresh, search, held)
+        run.notes = notes
+        return _tune_run(run, original, bind, search, baseline, deadline)
+
+
+def _tune_run(
+    run: _Run, original: Any, bind: dict[str, Any] | None, search: SearchOptions,
+    baseline: bool, deadline: Deadline | None,
+) -> TuneResult:  # fmt: skip
+    """Search, re-time and report, the work dir's lock held by the caller."""
     unpin_this_thread()
     load_tensor_intrinsics(run.target, run.spaces.tensor_intrinsics)
     shared = _shared_state(run.measured)
@@ -171,10 +181,13 @@ def _scalars_kept(result: TuneResult, original: Any, bind: dict[str, Any]) -> Tu
 
 
 def _prepare(
-    mod: Any, target: Any, budget: Budget, work_dir: Any, fresh: bool, space: Any, rpc: str | None
-) -> _Run:
-    """Check the request, split ``mod`` into tasks, pick their spaces, open the database."""
-    rpc_spec = rpc_for(rpc, target)
+    mod: Any, target: Any, budget: Budget, work_dir: Any, fresh: bool, search: SearchOptions,
+    held: contextlib.ExitStack,
+) -> _Run:  # fmt: skip
+    """Check the request, split ``mod`` into tasks, pick their spaces, take the work dir's lock
+    (held until ``held`` closes: the run's life) and open the database."""
+    space = search.space
+    rpc_spec = rpc_for(search.rpc, target)
     target = tuning_target(target, rpc_spec)
     tasks = collect_tasks(mod, target)
     check_bounds(tasks.workload)  # candidates are compiled and run in this process
@@ -182,6 +195,9 @@ def _prepare(
     spaces = choose_spaces(tasks.mods, target, space)
     work = (
         Path(work_dir) if work_dir else work_dir_for(tasks.workload, target, tasks.kind, spaces.key)
+    )
+    held.enter_context(
+        hold_work_dir(work, wait=search.wait, on_wait=waiting_progress(search.on_progress, work))
     )
     database = create_database(work, fresh)
     measured = measured_before(database, tasks)

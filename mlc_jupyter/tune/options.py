@@ -25,7 +25,8 @@ class SearchOptions:
 
     ``per_iter`` candidates a round (``None``: :func:`.kernel.default_per_iter`), the search's
     ``seed``, its ``space`` (:mod:`.spaces.choice`), ``rpc`` (``HOST:PORT:KEY`` of the devices that
-    measure) and ``on_progress``, which hears every round.
+    measure) and ``on_progress``, which hears every round. ``wait``: a work dir another run
+    holds is waited for (the progress says so); ``False`` fails at once (:mod:`.work_lock`).
     """
 
     per_iter: int | None = None
@@ -33,6 +34,7 @@ class SearchOptions:
     space: Any = "default"
     rpc: str | None = None
     on_progress: Callable[[TuneProgress], None] | None = None
+    wait: bool = True
 
 
 def tuning_target(spec: Any = None, rpc: RPCSpec | None = None) -> Any:

@@ -1,20 +1,21 @@
-"""A work dir's tuning database: open or create it, what it already holds, its best records."""
+"""A work dir's tuning database: the writer's (under the work dir's lock), a reader's (a private
+copy), what it already holds, its best records."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import TuneError
 from ..tvm_compat import Schedule, metaschedule, structural_hash
+from .database_files import RECORDS_FILE, WORKLOADS_FILE, parse, set_aside, write_lines
 from .tasks import Tasks
+from .work_lock import held
 
-WORKLOADS_FILE = "database_workload.json"
-RECORDS_FILE = "database_tuning_record.json"
 #: A whole model's work dir lists its kernels' work dirs (their databases) here.
 KERNEL_DIRS_FILE = "kernel_work_dirs.json"
 
@@ -30,76 +31,51 @@ class Record:
     target: Any = None
 
 
-def _json_database(work: Path, allow_missing: bool) -> Any:
-    repair_database(work)
+def _json_database(workloads: Path, records: Path, allow_missing: bool) -> Any:
     return metaschedule().database.JSONDatabase(
-        path_workload=str(work / WORKLOADS_FILE),
-        path_tuning_record=str(work / RECORDS_FILE),
+        path_workload=str(workloads),
+        path_tuning_record=str(records),
         module_equality="structural",
         allow_missing=allow_missing,
     )
 
 
-def _whole_lines(path: Path) -> list[bytes]:
-    """The lines of ``path`` that are whole JSON, up to the first that is not; a last line that
-    lacks its newline counts if it is whole."""
-    if not path.exists():
-        return []
-    kept = []
-    for line in path.read_bytes().splitlines():
-        if not line.strip():
-            continue
-        try:
-            json.loads(line)
-        except ValueError:
-            break  # a half-written line: what follows it was appended to a torn file
-        kept.append(line)
-    return kept
-
-
 def repair_database(work_dir: Path) -> int:
-    """Drop what a killed writer left half-written in a work dir's database; the number of lines
-    dropped.
+    """Rewrite a work dir's database without its torn or interleaved lines (a record names its
+    workload by line, so records are renumbered and a lost workload's records go too); the
+    number of lines dropped.
 
-    MetaSchedule appends one JSON line per workload and per record and cannot open a file whose
-    last line was cut short: a kernel killed in the middle of an append would leave a database
-    that no run resumes from. Every whole line is kept (a record names its workload by line
-    number, so records of a dropped workload go too) and each file is replaced in one step.
+    Only the run that holds the work dir's lock (:mod:`.work_lock`) repairs: a reader that
+    repairs is a writer without a lock. The files are copied into ``damaged-<time>/`` first.
     """
-    workloads_path, records_path = work_dir / WORKLOADS_FILE, work_dir / RECORDS_FILE
-    workloads = _whole_lines(workloads_path)
-    records = [r for r in _whole_lines(records_path) if _workload_index(r) < len(workloads)]
-    dropped = 0
-    for path, lines in ((workloads_path, workloads), (records_path, records)):
-        if not path.exists():
-            continue
-        data = b"".join(line + b"\n" for line in lines)
-        old = path.read_bytes()
-        if data != old:
-            dropped += old.count(b"\n") + (not old.endswith(b"\n") and bool(old)) - len(lines)
-            spare = path.with_name(f".{path.name}.{os.getpid()}")
-            spare.write_bytes(data)
-            os.replace(spare, path)
-    return dropped
+    _require_lock(work_dir)
+    parsed = parse(work_dir)
+    if parsed.clean:
+        return 0
+    set_aside(work_dir, "damaged")
+    write_lines(work_dir / WORKLOADS_FILE, parsed.workloads)
+    write_lines(work_dir / RECORDS_FILE, parsed.records)
+    return parsed.skipped
 
 
-def _workload_index(line: bytes) -> int:
-    try:
-        return int(json.loads(line)[0])
-    except (ValueError, TypeError, IndexError, KeyError):
-        return 1 << 62  # not a record: dropped
+def _require_lock(work_dir: Path) -> None:
+    if not held(work_dir):
+        raise RuntimeError(f"{work_dir}: only the run holding the work dir's lock writes to it")
 
 
 def create_database(work_dir: Path, fresh: bool = False) -> Any:
-    """The database of ``work_dir``, created (with its ``logs`` folder) if missing.
+    """The database a tuning run writes to, in ``work_dir`` (created with its ``logs`` folder if
+    missing), repaired first when a line is torn. The caller holds the work dir's lock
+    (:func:`.work_lock.hold_work_dir`) for as long as it uses the database.
 
-    ``fresh=True`` deletes whatever the work dir held first.
+    ``fresh=True`` moves the database it held into ``previous-<time>/`` first.
     """
-    if fresh and work_dir.exists():
-        shutil.rmtree(work_dir)
-    work_dir.mkdir(parents=True, exist_ok=True)
-    (work_dir / "logs").mkdir(exist_ok=True)
-    return _json_database(work_dir, allow_missing=True)
+    _require_lock(work_dir)
+    if fresh:
+        set_aside(work_dir, "previous")
+    (work_dir / "logs").mkdir(parents=True, exist_ok=True)
+    repair_database(work_dir)
+    return _json_database(work_dir / WORKLOADS_FILE, work_dir / RECORDS_FILE, allow_missing=True)
 
 
 def commit_schedule(
@@ -124,15 +100,42 @@ def commit_schedule(
     )
 
 
-def open_database(work_dir: str | Path) -> Any:
-    """The JSON database of a tuning work dir (refuses a folder without one)."""
+#: Databases opened to read: work dir -> (its files' sizes, times and inodes, the database).
+_READ: dict[str, tuple[tuple[Any, ...], Any]] = {}
+
+
+def _stamp(work: Path) -> tuple[Any, ...]:
+    stats = [(work / n).stat() for n in (WORKLOADS_FILE, RECORDS_FILE)]
+    return tuple((s.st_size, s.st_mtime_ns, s.st_ino) for s in stats)
+
+
+def read_database(work_dir: str | Path) -> Any:
+    """A work dir's database to read, never written: its whole lines (torn or interleaved ones
+    skipped, as :func:`.database_files.parse` reads them), loaded from a private copy that is
+    removed once MetaSchedule has read it, so a tuning run appending meanwhile loses nothing and
+    a commit through the returned database fails instead of writing without the lock. Opened
+    again only when the files changed."""
     work = Path(work_dir)
     if not (work / RECORDS_FILE).is_file() or not (work / WORKLOADS_FILE).is_file():
         raise TuneError(
             f"{work} holds no tuning database",
             hint="give the work dir that %mlc_tune printed (TuneResult.work_dir)",
         )
-    return _json_database(work, allow_missing=False)
+    key = str(work.resolve())
+    stamp = _stamp(work)
+    cached = _READ.get(key)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    parsed = parse(work)
+    copy = Path(tempfile.mkdtemp(prefix="mlc-jupyter-read-"))
+    try:
+        write_lines(copy / WORKLOADS_FILE, parsed.workloads)
+        write_lines(copy / RECORDS_FILE, parsed.records)
+        database = _json_database(copy / WORKLOADS_FILE, copy / RECORDS_FILE, allow_missing=False)
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+    _READ[key] = (stamp, database)
+    return database
 
 
 def write_kernel_dirs(work_dir: Path, dirs: dict[str, str]) -> None:
@@ -195,7 +198,7 @@ def measured_before(database: Any, tasks: Tasks) -> Measured:
 
 def top_records(work_dir: str | Path, k: int = 10) -> list[Record]:
     """The ``k`` fastest successfully measured records of a work dir, fastest first."""
-    database = open_database(work_dir)
+    database = read_database(work_dir)
     out = []
     for rec in database.get_all_tuning_records():
         if rec.run_secs is None or not len(rec.run_secs):

@@ -39,6 +39,9 @@ class TuneProgress:
     time_budget_s: float | None = None
     #: what compiles GPU candidates to GPU code (``"nvrtc"`` or ``"nvcc"``; ``""`` on a CPU)
     compiler: str = ""
+    #: set while the run waits for the work dir another run holds (``"waiting for the tuning
+    #: run of pid 4242, started 12:03"``), before anything is measured
+    waiting: str = ""
 
 
 @dataclass(frozen=True)

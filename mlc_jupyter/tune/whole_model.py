@@ -36,7 +36,6 @@ trials on warming up. Here:
 from __future__ import annotations
 
 import dataclasses
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,9 +52,11 @@ from ..tvm_compat import (
     tvm,
 )
 from .budget import MIN_TASK_TRIALS, Budget, Deadline, TimeLedger, round_size, slot_s
+from .database_files import set_aside
 from .kernel import MAX_PER_ITER, MIN_PER_ITER, tune_kernel
 from .model_plan import (
     MIN_SHARE,
+    SHARES_FILE,
     KernelTask,
     TaskGroup,
     group_tasks,
@@ -64,11 +65,12 @@ from .model_plan import (
     with_origin,
 )
 from .options import SearchOptions, tuning_target, work_dir_for
-from .records import commit_schedule, create_database, write_kernel_dirs
+from .records import KERNEL_DIRS_FILE, commit_schedule, create_database, write_kernel_dirs
 from .report import ModelTask, TuneResult
 from .spaces.choice import choose_spaces
 from .timing import KernelSamplers, clearly_faster, compare_in_turns, in_turns
 from .variants import Replay, join_variants, replay_decisions
+from .work_lock import hold_work_dir, waiting_progress
 
 #: Where a work dir's kernels keep their databases under a work dir the user gave.
 KERNELS_DIR = "kernels"
@@ -113,27 +115,41 @@ def tune_model(
     and whose ``model_tasks`` say, per kernel, its share, records, time and latency before and
     after.
     """
-    deadline = budget.start()
-    start = perf_counter()
-    origin = model if isinstance(model, ImportedModel) else getattr(model, "origin", None)
     mod = getattr(model, "mod", model)
     target = tuning_target(target)
     work = Path(work_dir) if work_dir else work_dir_for(mod, target, "model", str(func or ""))
-    if fresh and work.exists():
-        shutil.rmtree(work)
+    with hold_work_dir(work, wait=search.wait, on_wait=waiting_progress(search.on_progress, work)):
+        return _tune_model(
+            model, mod, target, budget, search, func, work, bool(work_dir), fresh, on_task
+        )
+
+
+def _tune_model(
+    model: Any, mod: Any, target: Any, budget: Budget, search: SearchOptions, func: str | None,
+    work: Path, given: bool, fresh: bool, on_task: TaskStart | None,
+) -> TuneResult:  # fmt: skip
+    """:func:`tune_model`, its work dir's lock held (``given``: the user named the work dir)."""
+    deadline = budget.start()
+    start = perf_counter()
+    origin = model if isinstance(model, ImportedModel) else getattr(model, "origin", None)
+    if fresh:
+        set_aside(work, "previous", (KERNEL_DIRS_FILE, SHARES_FILE))
     plan = plan_model(mod, target, func, origin, work)
     if not plan.tasks:
         reasons = "; ".join(plan.skipped) or "it has no kernels"
         raise TuneError(f"nothing in this model can be tuned: {reasons}")
     tuned_tasks = [t for t in plan.tasks if t.share >= MIN_SHARE or func or not plan.profiled]
     groups = join_variants(group_tasks(tuned_tasks)) if func is None else group_tasks(tuned_tasks)
-    kernels_root = work / KERNELS_DIR if work_dir else None
+    kernels_root = work / KERNELS_DIR if given else None
     dirs = {
         t.name: _kernel_dir(t.workload, target, search.space, kernels_root) for t in tuned_tasks
     }
-    if fresh:
+    if fresh:  # each kernel's database moved aside under its own lock
         for path in set(dirs.values()):
-            shutil.rmtree(path, ignore_errors=True)
+            with hold_work_dir(
+                path, wait=search.wait, on_wait=waiting_progress(search.on_progress, path)
+            ):
+                set_aside(path, "previous")
     write_kernel_dirs(work, {name: str(path) for name, path in dirs.items()})
     ledger = TimeLedger(deadline, plan.final_s)
     planned = perf_counter()
@@ -213,11 +229,14 @@ def _tune_groups(
             per_iter = round_size(task_time, ledger.candidate_s(), MIN_PER_ITER, MAX_PER_ITER)
         began = perf_counter()
         work = dirs[task.name]
-        seeded = task.trace is not None and _seed_with_default(task, target, work)
         options = dataclasses.replace(search, per_iter=per_iter)
         try:
-            slot = ledger.deadline.within(task_time)
-            result = _tune_task(task, target, task_trials, slot, work, options)
+            with hold_work_dir(
+                work, wait=search.wait, on_wait=waiting_progress(search.on_progress, work)
+            ):
+                seeded = task.trace is not None and _seed_with_default(task, target, work)
+                slot = ledger.deadline.within(task_time)
+                result = _tune_task(task, target, task_trials, slot, work, options)
         except TuneError as err:  # one kernel's failed search must not lose the others'
             out.notes.append(f"{task.name} keeps its default schedule: {err}")
             out.rows += _default_rows(group)
@@ -285,7 +304,11 @@ def _replay_on(
             f"on it ({replay.reason})"
         )
     if keep:
-        commit_schedule(dirs[kernel.name], kernel.workload, replay.trace, after, target)
+        variant_dir = dirs[kernel.name]
+        with hold_work_dir(
+            variant_dir, wait=search.wait, on_wait=waiting_progress(search.on_progress, variant_dir)
+        ):
+            commit_schedule(variant_dir, kernel.workload, replay.trace, after, target)
         out.workloads.update({t.name: kernel.workload for t in variant.tasks})
     for member in variant.tasks:
         if keep:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from build_support import matmul
@@ -38,6 +40,26 @@ def test_mlc_tune_time_budget_stops_the_run_and_says_why(shell, tmp_path, capsys
     result = shell.user_ns["mm_tuned"]
     assert result.stop_reason == "time" and "time budget used" in out
     assert "of 1s" in out and "of peak" in out  # progress shows the budget and % of peak
+
+
+def test_mlc_tune_waits_for_the_run_holding_its_work_dir_or_fails_at_once(shell, tmp_path, capsys):
+    from records_support import wait_locked, writer
+
+    from mlc_jupyter.errors import TuneError
+
+    work, release = tmp_path / "work", tmp_path / "release"
+    proc = writer(work, 1, "a", "--until", str(release))  # another notebook's run, in this dir
+    wait_locked(proc)
+    shell.user_ns["mm"] = matmul(16)
+    line = f"mm --trials 4 --per-iter 4 --work-dir {work}"
+    with pytest.raises(TuneError, match=rf"is in use by the tuning run of pid {proc.pid}, started"):
+        shell.run_line_magic("mlc_tune", f"{line} --no-wait")
+    threading.Timer(5.0, release.touch).start()  # the other run ends while this one waits
+    shell.run_line_magic("mlc_tune", line)
+    out = capsys.readouterr().out
+    assert f"waiting for the tuning run of pid {proc.pid}, started" in out
+    assert proc.wait(60) == 0
+    assert shell.user_ns["mm_tuned"].n_records == 4  # its own kernel's, not the other run's
 
 
 def test_mlc_tune_refuses_a_bad_time_and_an_unknown_space_in_one_line(shell):

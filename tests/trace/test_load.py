@@ -66,7 +66,7 @@ def test_a_shared_work_dir_is_refused_by_its_best_records_step(tmp_path):
     marker = tmp_path / "payload-ran"
     work = poisoned_work_dir(tmp_path / "work", add_one(), marker)
     for mod in (None, add_one()):
-        with pytest.raises(ForeignCodeError, match=rf"^step 3 of the best tuning record in {work}"):
+        with pytest.raises(ForeignCodeError, match=rf"^step 3 of the record on line 1 of {work}/"):
             load_trace(str(work), mod)
     assert not marker.exists()
 

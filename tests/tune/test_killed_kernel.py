@@ -12,6 +12,7 @@ from build_support import matmul
 from kernel_support import Kernel
 
 from mlc_jupyter.tune.records import RECORDS_FILE, WORKLOADS_FILE, create_database, repair_database
+from mlc_jupyter.tune.work_lock import hold_work_dir
 
 SETUP = """
 %load_ext mlc_jupyter
@@ -56,8 +57,9 @@ def test_a_kernel_killed_mid_tune_loses_no_record_and_the_next_run_resumes(tmp_p
         kernel.shutdown()
     after = whole_lines(records)
     assert after >= before  # every record written before the kill is there
-    assert repair_database(work) <= 1  # at most the line being written when it died
-    kept = len(create_database(work).get_all_tuning_records())
+    with hold_work_dir(work):  # the kernel's death released its lock
+        assert repair_database(work) <= 1  # at most the line being written when it died
+        kept = len(create_database(work).get_all_tuning_records())
     assert kept >= before
     assert whole_lines(work / WORKLOADS_FILE) == 1
     resumed = tune(matmul(64), trials=kept + 2, per_iter=8, work_dir=work)
@@ -81,14 +83,15 @@ def _database_with(work, n_records: int):
     from mlc_jupyter.tvm_compat import Schedule, ir_module_type, metaschedule
 
     ms = metaschedule()
-    database = create_database(work)
-    mod = ir_module_type()({"main": matmul(16)})
-    workload = database.commit_workload(mod)
-    for i in range(n_records):
-        trace = Schedule(mod).trace
-        database.commit_tuning_record(
-            ms.database.TuningRecord(trace, workload, run_secs=[1e-5 * (i + 1)])
-        )
+    with hold_work_dir(work):
+        database = create_database(work)
+        mod = ir_module_type()({"main": matmul(16)})
+        workload = database.commit_workload(mod)
+        for i in range(n_records):
+            trace = Schedule(mod).trace
+            database.commit_tuning_record(
+                ms.database.TuningRecord(trace, workload, run_secs=[1e-5 * (i + 1)])
+            )
 
 
 def test_a_record_cut_short_by_a_kill_is_dropped_and_the_database_opens(tmp_path):
@@ -96,16 +99,18 @@ def test_a_record_cut_short_by_a_kill_is_dropped_and_the_database_opens(tmp_path
     path = tmp_path / RECORDS_FILE
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[:2]) + lines[2][: len(lines[2]) // 2])  # killed mid-write
-    assert repair_database(tmp_path) == 1
-    assert path.read_bytes() == b"".join(lines[:2])
-    assert len(create_database(tmp_path).get_all_tuning_records()) == 2
-    assert repair_database(tmp_path) == 0  # a whole database is left alone
+    with hold_work_dir(tmp_path):
+        assert repair_database(tmp_path) == 1
+        assert path.read_bytes() == b"".join(lines[:2])
+        assert len(create_database(tmp_path).get_all_tuning_records()) == 2
+        assert repair_database(tmp_path) == 0  # a whole database is left alone
 
 
 def test_a_workload_cut_short_takes_no_whole_record_with_it_but_its_own(tmp_path):
     _database_with(tmp_path, 2)
     workloads = tmp_path / WORKLOADS_FILE
     workloads.write_bytes(workloads.read_bytes()[:-50])  # cut short, newline and all
-    repair_database(tmp_path)
-    assert whole_lines(workloads) == 0 and whole_lines(tmp_path / RECORDS_FILE) == 0
-    assert len(create_database(tmp_path).get_all_tuning_records()) == 0
+    with hold_work_dir(tmp_path):
+        repair_database(tmp_path)
+        assert whole_lines(workloads) == 0 and whole_lines(tmp_path / RECORDS_FILE) == 0
+        assert len(create_database(tmp_path).get_all_tuning_records()) == 0

@@ -17,7 +17,7 @@ from mlc_jupyter.models import import_model
 from mlc_jupyter.tune import tune
 from mlc_jupyter.tune.model_plan import KernelTask, TaskGroup
 from mlc_jupyter.tune.options import tuning_target
-from mlc_jupyter.tune.records import create_database
+from mlc_jupyter.tune.records import read_database
 from mlc_jupyter.tune.tasks import collect_tasks
 from mlc_jupyter.tune.variants import join_variants, replay_decisions
 from mlc_jupyter.tvm_compat import Schedule, structural_equal, tvm
@@ -91,7 +91,7 @@ def test_one_search_is_replayed_on_the_epilogue_variant(block, tmp_path):
     assert replayed.kept in ("tuned", "default")
     assert result.trials_new == lead.new
     if replayed.kept == "tuned":  # kept in the variant's own database, for later builds
-        records = create_database(Path(result.task_work_dirs[variant]))
+        records = read_database(Path(result.task_work_dirs[variant]))
         assert len(records.get_all_tuning_records()) == 1
     text = result_text(result)
     assert f"replayed on {variant}" in text and f"replays {lead.name}" in text
