@@ -36,6 +36,23 @@ def writer(work: Path, n: int, tag: str, *flags: str) -> subprocess.Popen:
     )  # fmt: skip
 
 
+def holder(work: Path) -> subprocess.Popen:
+    """Another process holding ``work``'s lock (without importing TVM) until its stdin closes;
+    returns once it holds it."""
+    code = (
+        "import sys; from pathlib import Path; from mlc_jupyter.tune.work_lock import hold_work_dir\n"
+        "with hold_work_dir(Path(sys.argv[1])):\n"
+        "    print('locked', flush=True); sys.stdin.read()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(work)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    assert proc.stdout.readline().strip() == "locked"
+    return proc
+
+
 def wait_ready(proc: subprocess.Popen) -> None:
     """Return once the writer has imported TVM (and waits for ``--go``, if given)."""
     assert proc.stdout.readline().strip() == "ready", proc.stderr.read()[-2000:]

@@ -12,7 +12,14 @@ from typing import Any
 
 from ..errors import TuneError
 from ..tvm_compat import Schedule, metaschedule, structural_hash
-from .database_files import RECORDS_FILE, WORKLOADS_FILE, parse, set_aside, write_lines
+from .database_files import (
+    RECORDS_FILE,
+    WORKLOADS_FILE,
+    Parsed,
+    parse,
+    set_aside,
+    write_lines,
+)
 from .tasks import Tasks
 from .work_lock import held
 
@@ -100,13 +107,38 @@ def commit_schedule(
     )
 
 
-#: Databases opened to read: work dir -> (its files' sizes, times and inodes, the database).
+#: Databases opened to read: work dir -> (its files' inodes, sizes and times, the database).
 _READ: dict[str, tuple[tuple[Any, ...], Any]] = {}
 
 
-def _stamp(work: Path) -> tuple[Any, ...]:
-    stats = [(work / n).stat() for n in (WORKLOADS_FILE, RECORDS_FILE)]
-    return tuple((s.st_size, s.st_mtime_ns, s.st_ino) for s in stats)
+def _stamp(work: Path) -> tuple[tuple[int, int, int], ...]:
+    """Each database file's inode, size and time (a rewrite changes the inode, an append the
+    size); a file gone (moved aside by ``--fresh``) is a work dir without a database."""
+    try:
+        stats = [(work / n).stat() for n in (WORKLOADS_FILE, RECORDS_FILE)]
+    except FileNotFoundError:
+        raise _no_database(work) from None
+    return tuple((s.st_ino, s.st_size, s.st_mtime_ns) for s in stats)
+
+
+def _no_database(work: Path) -> TuneError:
+    return TuneError(
+        f"{work} holds no tuning database",
+        hint="give the work dir that %mlc_tune printed (TuneResult.work_dir)",
+    )
+
+
+def _parsed_whole(work: Path) -> tuple[tuple[tuple[int, int, int], ...], Parsed]:
+    """The database parsed from one version of each file: a record names its workload by line,
+    so records read across a repair (both files replaced, renumbered) would be filed under the
+    wrong workload; parsed again when a file was replaced meanwhile (appends are harmless: a
+    record of a workload not yet read is skipped)."""
+    while True:
+        before = _stamp(work)
+        parsed = parse(work)
+        after = _stamp(work)
+        if [s[0] for s in before] == [s[0] for s in after]:
+            return before, parsed  # appended to since: the next read reads again
 
 
 def read_database(work_dir: str | Path) -> Any:
@@ -117,16 +149,12 @@ def read_database(work_dir: str | Path) -> Any:
     again only when the files changed."""
     work = Path(work_dir)
     if not (work / RECORDS_FILE).is_file() or not (work / WORKLOADS_FILE).is_file():
-        raise TuneError(
-            f"{work} holds no tuning database",
-            hint="give the work dir that %mlc_tune printed (TuneResult.work_dir)",
-        )
+        raise _no_database(work)
     key = str(work.resolve())
-    stamp = _stamp(work)
     cached = _READ.get(key)
-    if cached is not None and cached[0] == stamp:
+    if cached is not None and cached[0] == _stamp(work):
         return cached[1]
-    parsed = parse(work)
+    stamp, parsed = _parsed_whole(work)
     copy = Path(tempfile.mkdtemp(prefix="mlc-jupyter-read-"))
     try:
         write_lines(copy / WORKLOADS_FILE, parsed.workloads)

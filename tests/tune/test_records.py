@@ -43,6 +43,7 @@ def test_two_runs_committing_into_one_work_dir_at_once_keep_every_record_under_i
     assert len(lines_of(work / RECORDS_FILE)) == 1000 and len(lines_of(work / WORKLOADS_FILE)) == 2
 
 
+@pytest.mark.slow
 def test_a_reader_looping_over_top_records_while_a_run_appends_loses_none(tmp_path):
     work = tmp_path / "work"
     proc = writer(work, 256, "a", "--burst", "64")

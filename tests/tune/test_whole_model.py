@@ -5,6 +5,8 @@ model; a time budget that covers the whole run."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -121,6 +123,33 @@ def test_running_the_same_tune_again_resumes_every_task(mlp_run):
     again = tune(imported, trials=48, per_iter=8, work_dir=work)
     assert again.trials_new == 0
     assert [r.trials for r in again.model_tasks] == [r.trials for r in first.model_tasks]
+
+
+def test_each_kernel_locks_its_own_work_dir_and_the_model_its_own(mlp_run):
+    from records_support import holder
+
+    _, imported, work, first = mlp_run
+    name = first.model_tasks[0].name
+    other = holder(Path(first.task_work_dirs[name]))  # another notebook tunes that kernel
+    try:
+        again = tune(imported, trials=48, per_iter=8, work_dir=work, wait=False)
+    finally:
+        other.stdin.close()
+        other.wait(60)
+    busy = f"is in use by the tuning run of pid {other.pid}, started"
+    assert any(note.startswith(f"{name} keeps its default schedule") and busy in note
+               for note in again.notes)  # fmt: skip
+    rows = {row.name: row for row in again.model_tasks}
+    assert rows[name].kept == "default" and again.trials_new == 0  # the others resumed
+    other = holder(work)  # the same model tuned in another notebook
+    try:
+        with pytest.raises(
+            TuneError, match=f"{work} is in use by the tuning run of pid {other.pid}"
+        ):
+            tune(imported, trials=48, per_iter=8, work_dir=work, wait=False)
+    finally:
+        other.stdin.close()
+        other.wait(60)
 
 
 def test_ctrl_c_in_the_first_task_keeps_its_records_and_the_rest_default(tmp_path, book_mlp):

@@ -7,12 +7,14 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
 from records_support import wait_locked, writer
 
 from mlc_jupyter.tune.database_files import RECORDS_FILE, lines_of
 from mlc_jupyter.tune.work_lock import hold_work_dir, in_use
 
 
+@pytest.mark.slow
 def test_a_second_run_waits_for_the_first_and_says_whose_run_it_waits_for(tmp_path):
     work = tmp_path / "work"
     minutes = {time.strftime("%H:%M")}
@@ -33,6 +35,7 @@ def test_a_second_run_waits_for_the_first_and_says_whose_run_it_waits_for(tmp_pa
     assert in_use(work) is None
 
 
+@pytest.mark.slow
 def test_fresh_waits_for_the_run_writing_and_keeps_its_database_as_a_copy(tmp_path):
     from build_support import matmul
 
@@ -40,7 +43,7 @@ def test_fresh_waits_for_the_run_writing_and_keeps_its_database_as_a_copy(tmp_pa
 
     work = tmp_path / "work"
     release = tmp_path / "release"
-    proc = writer(work, 300, "a", "--burst", "100", "--until", str(release))
+    proc = writer(work, 300, "a", "--until", str(release))
     wait_locked(proc)
     events = []
 
