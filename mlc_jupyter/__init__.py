@@ -16,6 +16,8 @@ __all__ = [
     "PassStepper",
     "ScheduleStepper",
     "TraceReplay",
+    "cache_info",
+    "clear_caches",
     "load_ipython_extension",
     "parse_relax",
     "parse_tir",
@@ -32,7 +34,13 @@ _WIDGETS = ("PassStepper", "ScheduleStepper", "TraceReplay")
 _DEPLOY = ("to_torch", "torch_backend")
 
 
+#: The cache's parts and clearing them (``%mlc_cache`` in a script), also loaded on first use.
+_CACHES = ("cache_info", "clear_caches")
+
+
 def __getattr__(name: str) -> Any:
+    if name in _CACHES:
+        return getattr(importlib.import_module(".caches", __name__), name)
     if name in _WIDGETS:
         return getattr(importlib.import_module(".widgets", __name__), name)
     if name in _DEPLOY:

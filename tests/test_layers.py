@@ -35,6 +35,7 @@ UNITS = {
     "magics": "magics",
     "widgets": "widgets",
     "display": "display",
+    "caches": "service",  # what the cache folder holds, and clearing it (%mlc_cache)
     "cells": "service",
     "compilation": "service",
     "course": "service",  # the course shims ordinary cells reach in course mode
@@ -58,6 +59,7 @@ UNITS = {
 
 #: Which service may import which (core is always allowed). Keep this a DAG.
 SERVICE_USES = {
+    "caches": {"compilation", "tune"},  # builds on disk and in memory, tuning work dirs
     "cells": set(),
     "compilation": set(),
     "graph": set(),

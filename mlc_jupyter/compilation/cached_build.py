@@ -107,6 +107,11 @@ class BuiltRuntime:
 _CACHE = MemoryCache()
 
 
+def memory_cache() -> MemoryCache:
+    """This kernel's builds kept in memory (to show its size; :func:`clear_cache` clears it)."""
+    return _CACHE
+
+
 def cache_key(mod: Any, target: Any, checked: bool = False) -> str:
     """``hash|target|tvm version[|checked]`` for an IRModule and a resolved target."""
     return f"{structural_hash(mod):x}|{target}|{version()}" + ("|checked" if checked else "")

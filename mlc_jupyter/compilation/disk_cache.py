@@ -162,14 +162,16 @@ def _commit(staging: Path, entry: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _remove(entry: Path) -> None:
-    """Take ``entry`` out of use in one step (rename), then delete it."""
+def _remove(entry: Path) -> bool:
+    """Take ``entry`` out of use in one step (rename), then delete it; False when another
+    kernel took it first."""
     trash = entry.with_name(f".trash-{uuid.uuid4().hex}")
     try:
         entry.rename(trash)
     except OSError:
-        return
+        return False
     shutil.rmtree(trash, ignore_errors=True)
+    return True
 
 
 def _size(path: Path) -> int:
@@ -200,6 +202,30 @@ def evict(limit_bytes: int) -> None:
             break
         _remove(path)
         total -= size
+
+
+def entries() -> list[tuple[Path, int]]:
+    """Each whole entry (a staging folder is not one yet) and its bytes."""
+    found = []
+    for path in build_cache_dir().iterdir():
+        if path.name.startswith(".") or not (path / _META).exists():
+            continue
+        with contextlib.suppress(OSError):  # removed by another kernel meanwhile
+            found.append((path, _size(path)))
+    return found
+
+
+def clear() -> tuple[int, int]:
+    """Remove every entry (``(count, bytes)``), each in one rename: another kernel loading one
+    then finds none and builds again, and one that loaded it keeps running (the library stays
+    mapped). A staging folder another kernel is writing is left to it."""
+    flush()
+    count = size = 0
+    for path, bytes_ in entries():
+        if _remove(path):
+            count, size = count + 1, size + bytes_
+    evict(build_cache_limit_bytes())  # trash and staging left by kernels that died
+    return count, size
 
 
 def flush(timeout_s: float | None = None) -> None:

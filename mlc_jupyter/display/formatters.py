@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..caches import CacheCleared, CacheInfo
 from ..compilation.cached_build import Built
 from ..measure.compare import TimingReport
 from ..measure.machine import MachineLimits
@@ -20,6 +21,7 @@ from ..results import ImportedModel
 from ..tune.report import TuneResult
 from ..tvm_compat import IR_DISPLAY_TYPES
 from .build import built_text
+from .cache import cache_info_html, cache_info_text, cleared_html, cleared_text
 from .ir import ir_html
 from .models import import_bundle
 from .profile import profile_html, profile_text
@@ -57,6 +59,8 @@ def formatter_table(shell: Any) -> dict[type, Renderers]:
         ),
         KernelProfile: (profile_html, profile_text),
         MachineLimits: (lambda m: limits_bundle(m)["text/html"], limits_text),
+        CacheInfo: (cache_info_html, cache_info_text),
+        CacheCleared: (cleared_html, cleared_text),
     }
 
 

@@ -11,7 +11,8 @@ from .ir import folded_note, without_metadata_note
 _BOX = "font-family: var(--jp-code-font-family, monospace); font-size: 12px"
 
 
-def _size(n_bytes: int) -> str:
+def byte_size(n_bytes: int) -> str:
+    """Bytes as people read them: 512 B, 12.3 kB, 1.5 MB."""
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if n_bytes >= scale:
             return f"{n_bytes / scale:.1f} {unit}"
@@ -42,7 +43,7 @@ def import_text(imported: ImportedModel, name: str = "") -> str:
     lines = [
         f"{label}Relax module of {imported.name} via {via}: "
         f"{', '.join(s.inputs)} -> {', '.join(s.outputs)}",
-        f"weights: {_count(s.n_params)} ({_size(s.param_bytes)}), {kept}",
+        f"weights: {_count(s.n_params)} ({byte_size(s.param_bytes)}), {kept}",
         "operators: " + ", ".join(f"{op} x{n}" for op, n in s.ops),
         f"kernels a build makes ({len(s.kernels)}, after legalising and fusing): "
         + _names([f"{k}" + (f" x{n}" if n > 1 else "") for k, n in s.kernels]),

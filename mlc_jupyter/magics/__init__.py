@@ -14,7 +14,7 @@ from .quiet import quiet
 
 MAGIC_MODULES: tuple[str, ...] = (
     "cells", "build", "timing", "schedule", "trace", "tune", "devices", "passes", "course",
-    "machine",
+    "machine", "cache",
     "models", "export",
 )  # fmt: skip
 

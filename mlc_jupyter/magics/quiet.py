@@ -14,7 +14,6 @@ import os
 import re
 import sys
 import sysconfig
-import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 from IPython.display import display
 
+from ..caches import native_log_file, sweep_logs
 from ..config import cache_dir
 from ..display.messages import messages_bundle
 
@@ -70,33 +70,7 @@ def native_log_path() -> Path:
     if folder not in _swept:
         _swept.add(folder)
         sweep_logs(folder, LOG_KEEP_S)
-    return folder / f"magic-stderr-{os.getpid()}.log"
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # another user's process: alive
-        return True
-    return True
-
-
-def sweep_logs(folder: Path, keep_s: float) -> int:
-    """Delete the ``magic-stderr-PID.log`` files of processes that are gone and that were last
-    written more than ``keep_s`` ago; the number deleted."""
-    removed = 0
-    for log in folder.glob("magic-stderr-*.log"):
-        pid = log.stem.rsplit("-", 1)[-1]
-        try:
-            old = time.time() - log.stat().st_mtime > keep_s
-            if old and pid.isdigit() and not _running(int(pid)):
-                log.unlink()
-                removed += 1
-        except OSError:  # swept by another kernel meanwhile
-            continue
-    return removed
+    return native_log_file(folder, os.getpid())
 
 
 @contextlib.contextmanager
