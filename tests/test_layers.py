@@ -59,7 +59,6 @@ UNITS = {
 
 #: Which service may import which (core is always allowed). Keep this a DAG.
 SERVICE_USES = {
-    "caches": {"compilation", "tune"},  # builds on disk and in memory, tuning work dirs
     "cells": set(),
     "compilation": set(),
     "graph": set(),
@@ -77,6 +76,7 @@ SERVICE_USES = {
     "passes": {"compilation", "graph", "schedule"},
     "tune": {"compilation", "measure"},
     "trace": {"compilation", "measure", "schedule", "tune"},
+    "caches": {"compilation", "tune"},  # builds on disk and in memory, tuning work dirs
 }
 
 #: The package that may import TVM and name what moved between TVM releases (every file in it),
