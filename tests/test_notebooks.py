@@ -162,8 +162,10 @@ def test_automatic_optimization_notebook_tunes_and_replays_the_tuned_trace():
     summaries = [t for t in _outputs(nb, "text/plain") if t.startswith("TuneResult")]
     assert len(summaries) == 2, summaries
     for summary in summaries:
-        speedup = re.search(r"speed-up ([\d.]+)x", summary)
-        assert speedup, summary  # the summary reports the speed-up (its size is bench/'s business)
+        # the summary reports the speed-up, or that it is inside the runs' spread (its size is
+        # bench/'s business)
+        speedup = re.search(r"speed-up (no measurable change \()?([\d.]+)x", summary)
+        assert speedup, summary
     # the tuned module is correct and timed next to the others
     variants = ("MyModule", "MyModule_sch", "MyModule_random", "MyModule_tuned")
     table = _table_with(nb, *variants)

@@ -205,9 +205,13 @@ def _curve_svg(
     )
 
 
-def _earlier(done: int, before: int) -> str:
-    """``(15 new, 1 earlier)``: how many of the trials this run measured."""
-    return f" ({done - before} new, {before} earlier)" if before else ""
+def _earlier(done: int, before: int, why: bool = False) -> str:
+    """``(15 new, 1 earlier)``: how many of the trials this run measured; ``why`` says what the
+    earlier ones are (on a first run, the default schedule every search starts from)."""
+    if not before:
+        return ""
+    said = ": the default schedule, past runs" if why else ""
+    return f" ({done - before} new, {before} earlier{said})"
 
 
 def _best(latency: float | None, gflops: float | None, fraction: float | None) -> str:
@@ -237,7 +241,7 @@ def progress_text(event: TuneProgress) -> str:
     left = "at most " if event.time_budget_s and not event.trials_total else "~"
     compiler = f", compiled with {_COMPILERS.get(event.compiler, event.compiler)}"
     return (
-        f"[{event.task}] {trials} trials{_earlier(event.trials_done, event.resumed_from)}, "
+        f"[{event.task}] {trials} trials{_earlier(event.trials_done, event.resumed_from, True)}, "
         f"best candidate {_best(event.best_latency_s, event.best_gflops, event.peak_fraction)}, "
         f"elapsed {_duration(event.elapsed_s)}{budget}, left {left}{_duration(event.eta_s)}"
         f"{errors}{compiler if event.compiler else ''}"
@@ -293,7 +297,7 @@ def _roofline_points(result: TuneResult) -> list[RooflinePoint]:
         points.append(
             RooflinePoint("untuned", intensity, result.flop / result.baseline_latency_s / 1e9)
         )
-    if result.best_gflops and result.kept != "as written":
+    if result.best_gflops and result.kept == "tuned":
         points.append(RooflinePoint("tuned", intensity, result.best_gflops, "tuned"))
     return points
 
@@ -368,6 +372,8 @@ def _spread(timing: Any) -> str:
 def _speedup_text(result: TuneResult) -> str:
     """``3.65x``, or ``no measurable change`` when tuned and baseline are within each other's
     spread (a ratio inside the noise would read as a gain or a loss that is not there)."""
+    if result.kept == "default build":
+        return "none: the default build is kept"
     if not result.speedup:
         return "-"
     if result.measurable is False:
@@ -400,6 +406,11 @@ def result_text(result: TuneResult) -> str:
             f"  best     candidate {_latency(result.best_candidate_s)}, slower than the kernel as"
             " written (timed in turns); .trace is its schedule",
         ]
+    elif result.kept == "default build":
+        lines.append(
+            f"  kept     the default build, {best}{_spread(result.timing)}: the tuned model timed "
+            "slower, the whole model timed in turns with the default build (see the note)"
+        )
     elif result.kind == "model":
         lines.append(f"  tuned    {best}{_spread(result.timing)}, the whole model timed in turns "
                      "with the default build")  # fmt: skip

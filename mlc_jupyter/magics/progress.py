@@ -10,6 +10,7 @@ runs longer than ``QUIET_S``: a quick import or a cached build stays silent.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from types import TracebackType
@@ -83,10 +84,15 @@ class StageProgress:
 
 
 class LiveTuneProgress:
-    """Live progress: one updated display in a notebook, a line now and then in a terminal."""
+    """Live progress: one updated display in a notebook, a line now and then in a terminal.
 
-    def __init__(self, shell: Any, quiet: bool) -> None:
+    ``name`` is what the user tuned (``%mlc_tune mm_relu``): a lone kernel is task ``main`` to
+    MetaSchedule, and the header names it as the user does instead.
+    """
+
+    def __init__(self, shell: Any, quiet: bool, name: str | None = None) -> None:
         self.quiet = quiet
+        self.name = name
         self.rich = getattr(shell, "kernel", None) is not None
         self.handle: Any = None
         self.curves: dict[str, Any] = {}
@@ -108,6 +114,8 @@ class LiveTuneProgress:
     def __call__(self, event: Any) -> None:
         if self.quiet:
             return
+        if self.name and event.task == "main":
+            event = dataclasses.replace(event, task=self.name)
         if getattr(event, "waiting", ""):  # another run holds the work dir: nothing measured yet
             print(progress_text(event), flush=True)
             return

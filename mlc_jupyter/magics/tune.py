@@ -118,7 +118,7 @@ class TuneMagics(Magics):
                     "function"
                 )
         bind = _bindings(self.shell, args.bind)
-        progress = LiveTuneProgress(self.shell, args.quiet)
+        progress = LiveTuneProgress(self.shell, args.quiet, args.mod)
         result = tuning.tune(
             mod,
             args.target,

@@ -355,9 +355,10 @@ def _sigint_sets(stop: threading.Event) -> Iterator[None]:
 
 def _tuned_tir(
     run: _Run, best: Best, with_baseline: bool = True
-) -> tuple[Any, float | None, float | None, Any, Any]:
-    """The tuned TensorIR module, the untuned and tuned latencies, the tuned one's ``Timing``
-    and the trace shown.
+) -> tuple[Any, float | None, float | None, Any, Any, Any]:
+    """The tuned TensorIR module, the untuned and tuned latencies, the tuned one's ``Timing``,
+    the trace shown and the untuned one's ``Timing`` (its spread says whether the speed-up is
+    measurable).
 
     The tuned latency is measured afresh, as ``%mlc_time`` measures (on the RPC server with
     ``--rpc``), once the choice is made: the figure that chose the winner is the best of several
@@ -371,11 +372,11 @@ def _tuned_tir(
         baseline, latency = time_remote(run.rpc, [tasks.workload, tuned], run.target, name)
         if latency is None and len(tasks.mods) == 1:
             latency = best.measured_s.get(tasks.names[0])
-        return tuned, baseline, latency, None, trace
+        return tuned, baseline, latency, None, trace, None
     # None for what cannot be timed: a GPU workload without thread bindings builds as host code
     baseline = baseline_timing(tasks.workload, run.target, name) if with_baseline else None
     timing = final_timing(tuned, run.target, name)
-    return tuned, _median(baseline), _median(timing), timing, trace
+    return tuned, _median(baseline), _median(timing), timing, trace, baseline
 
 
 def _median(timing: Any) -> float | None:
@@ -399,11 +400,11 @@ def _result(
             + (f" (first error: {shared.first_error})" if shared.first_error else ""),
             hint=f"the MetaSchedule log is in {run.log_path}",
         )
-    tuned, baseline, latency, timing, trace = _tuned_tir(run, best, with_baseline)
+    tuned, baseline, latency, timing, trace, baseline_t = _tuned_tir(run, best, with_baseline)
     kept, candidate_s = "tuned", None
     written = _written_if_faster(run, tuned, baseline, latency)
     if written is not None:
-        kept, candidate_s, timing = "as written", latency, written
+        kept, candidate_s, timing, baseline_t = "as written", latency, written, written
         tuned, baseline, latency = tasks.mods[0], written.median_s, written.median_s
     flop = None
     if tasks.kind == "tir" and len(tasks.mods) == 1:
@@ -434,6 +435,7 @@ def _result(
         stop_reason=stop_reason,
         spaces=dict(zip(tasks.names, run.spaces.names, strict=False)),
         timing=timing,
+        baseline_timing=baseline_t,
         peak_gflops=run.peak_gflops,
         bytes=argument_bytes(tasks.mods[0])
         if tasks.kind == "tir" and len(tasks.mods) == 1

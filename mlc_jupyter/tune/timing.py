@@ -17,7 +17,8 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..compilation import build_module, device_for, wait_for_saved_builds
@@ -33,10 +34,12 @@ __all__ = [
     "COMPARE_ROUNDS",
     "KEEP_MARGIN",
     "KernelSamplers",
+    "ModelVerdict",
     "Sampler",
     "baseline_timing",
     "clearly_faster",
     "compare_in_turns",
+    "final_model_timing",
     "final_timing",
     "in_turns",
     "kernel_sampler",
@@ -184,3 +187,70 @@ def compare_in_turns(before: Any, after: Any, target: Any) -> tuple[float | None
 def clearly_faster(new_s: float | None, old_s: float | None) -> bool:
     """Whether ``new_s`` beats ``old_s`` by more than :data:`KEEP_MARGIN` (both known)."""
     return new_s is not None and old_s is not None and new_s < old_s * (1 - KEEP_MARGIN)
+
+
+@dataclass(frozen=True)
+class ModelVerdict:
+    """The default and the tuned model timed in turns (``Timing``\\ s, ``None`` when the model
+    cannot run here), whether the default build is kept, and why (``notes``)."""
+
+    default: Any
+    tuned: Any
+    keep_default: bool = False
+    notes: tuple[str, ...] = ()
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f} ms"
+
+
+def _slower_than_kernels_say(default: Any, tuned: Any, expected_gain_s: float) -> bool:
+    """The kernels timed faster in turns, yet the whole tuned model timed slower."""
+    if default is None or tuned is None or not default.median_s or not tuned.median_s:
+        return False
+    return expected_gain_s > 0 and tuned.median_s > default.median_s
+
+
+def _measurably_slower(default: Any, tuned: Any) -> bool:
+    """Tuned slower than default by more than their runs vary (``%mlc_time``'s rule)."""
+    if default is None or tuned is None or default.std_s is None or tuned.std_s is None:
+        return False
+    return tuned.median_s - default.median_s > tuned.std_s + default.std_s
+
+
+def final_model_timing(
+    time_both: Callable[[], tuple[Any, Any]],
+    expected_gain_s: float,
+    may_retime: Callable[[float], bool] = lambda _seconds: True,
+) -> ModelVerdict:
+    """Time the default and the tuned model (``time_both``, in turns) and settle what to report.
+
+    ``expected_gain_s`` is what the kernels' own timings in turns add up to (calls x (default -
+    tuned) per kernel kept tuned). A whole model timed slower than that says is timed again
+    (a busy spell can slow one of the two more than the other); still slower, the result says
+    so. ``may_retime(seconds)`` says whether a second timing as long as the first still fits
+    the budget (else the result says so at once). A tuned model measurably slower than the
+    default build is not kept: the default build is, with a note (the kernels' records stay in
+    their work dirs).
+    """
+    started = time.perf_counter()
+    default, tuned = time_both()
+    notes: list[str] = []
+    if _slower_than_kernels_say(default, tuned, expected_gain_s):
+        if may_retime(time.perf_counter() - started):
+            default, tuned = time_both()
+        if _slower_than_kernels_say(default, tuned, expected_gain_s):
+            notes.append(
+                f"its kernels timed {_ms(expected_gain_s)} a call faster in turns, yet the whole "
+                f"tuned model timed slower than the default build ({_ms(tuned.median_s)} "
+                f"against {_ms(default.median_s)}): what the kernels gain is lost around them "
+                "here (their layouts, the VM, or a machine busy while the models ran)"
+            )
+    if _measurably_slower(default, tuned):
+        notes.append(
+            f"kept the default build: the tuned model timed slower ({_ms(tuned.median_s)} "
+            f"±{tuned.spread:.0%} against {_ms(default.median_s)} ±{default.spread:.0%}, in "
+            "turns); the tuned kernels' records stay in their work dirs for a later run"
+        )
+        return ModelVerdict(default, tuned, True, tuple(notes))
+    return ModelVerdict(default, tuned, False, tuple(notes))

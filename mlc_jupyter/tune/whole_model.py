@@ -30,7 +30,9 @@ trials on warming up. Here:
    that the first fits half its slot.
 5. A tuned kernel replaces the default one only when it is clearly faster, both timed in turns
    (:func:`.timing.clearly_faster`); the tuned model is then timed against the default build in
-   turns.
+   turns (:func:`.timing.final_model_timing`): again when it times slower than its kernels' own
+   timings say, and the default build is kept, with a note, when the tuned one is measurably
+   slower: a result is never a model slower than the build it replaces.
 """
 
 from __future__ import annotations
@@ -68,7 +70,13 @@ from .options import SearchOptions, tuning_target, work_dir_for
 from .records import KERNEL_DIRS_FILE, commit_schedule, create_database, write_kernel_dirs
 from .report import ModelTask, TuneResult
 from .spaces.choice import choose_spaces
-from .timing import KernelSamplers, clearly_faster, compare_in_turns, in_turns
+from .timing import (
+    KernelSamplers,
+    clearly_faster,
+    compare_in_turns,
+    final_model_timing,
+    in_turns,
+)
 from .variants import Replay, join_variants, replay_decisions
 from .work_lock import hold_work_dir, waiting_progress
 
@@ -161,15 +169,23 @@ def _tune_model(
     ]
     tuned = perf_counter()
     tuned_mod = _assemble(plan.prepared, out.chosen)
-    baseline, latency, timing = _time_models(plan.prepared, tuned_mod, origin, target, search.rpc)
+    verdict = final_model_timing(
+        lambda: _time_models(plan.prepared, tuned_mod, origin, target, search.rpc),
+        _kernels_gain_s(out.rows),
+        lambda seconds: not deadline.limited or deadline.left_s() >= seconds,
+    )
+    if verdict.keep_default:  # never a tuned model slower than the build it replaces
+        tuned_mod = plan.prepared
+        out.rows = [dataclasses.replace(r, kept="default") for r in out.rows]
+    shown = verdict.default if verdict.keep_default else verdict.tuned
     end = perf_counter()
     save_final_s(work, end - tuned)
     return TuneResult(
         workload=mod,
         mod=tuned_mod,
         trace=next((t for t in out.traces if t is not None), None),  # of the largest kernel tuned
-        best_latency_s=latency,
-        baseline_latency_s=baseline,
+        best_latency_s=shown.median_s if shown is not None else None,
+        baseline_latency_s=verdict.default.median_s if verdict.default is not None else None,
         target=target,
         work_dir=str(work),
         n_records=out.records,
@@ -182,10 +198,12 @@ def _tune_model(
         task_workloads=out.workloads,
         rpc=search.rpc,
         stop_reason="interrupted" if out.interrupted else out.stop_reason,
-        timing=timing,
+        timing=shown,
+        baseline_timing=verdict.default,
+        kept="default build" if verdict.keep_default else "tuned",
         time_budget_s=budget.time_s,
         model_tasks=tuple(sorted(out.rows, key=lambda r: -r.share)),
-        notes=tuple(plan.skipped) + tuple(out.notes),
+        notes=tuple(plan.skipped) + tuple(out.notes) + verdict.notes,
         origin=origin,
         task_work_dirs=out.dirs,
         phases={"plan": planned - start, "tasks": tuned - planned, "final": end - tuned},
@@ -417,11 +435,9 @@ def _assemble(prepared: Any, chosen: dict[str, Any]) -> Any:
     return out
 
 
-def _time_models(
-    default: Any, tuned: Any, origin: Any, target: Any, rpc: Any
-) -> tuple[float | None, float | None, Any]:
-    """The default and the tuned model's latencies, timed in turns (``None`` when the model
-    cannot run here)."""
+def _time_models(default: Any, tuned: Any, origin: Any, target: Any, rpc: Any) -> tuple[Any, Any]:
+    """The default and the tuned model's ``Timing``\\ s, timed in turns (``None`` when the
+    model cannot run here)."""
     variants = {
         "default": _variant(default, origin, target),
         "tuned": _variant(tuned, origin, target),
@@ -429,8 +445,17 @@ def _time_models(
     try:
         report = time_functions(variants, target, baselines=False, rpc=rpc)
     except MLCError:
-        return None, None, None
-    return report["default"].median_s, report["tuned"].median_s, report["tuned"]
+        return None, None
+    return report["default"], report["tuned"]
+
+
+def _kernels_gain_s(rows: list[ModelTask]) -> float:
+    """Seconds a model call gains by its tuned kernels, as their timings in turns say."""
+    return sum(
+        r.calls * (r.before_s - r.after_s)
+        for r in rows
+        if r.kept == "tuned" and r.before_s and r.after_s and r.calls
+    )
 
 
 def _variant(mod: Any, origin: Any, target: Any) -> Any:

@@ -18,7 +18,8 @@ EVENT = TuneProgress(
 def test_a_progress_line_says_trials_best_elapsed_and_what_is_left():
     line = progress_text(EVENT)
     assert line.startswith(
-        "[main] 16/64 trials (8 new, 8 earlier), best candidate 1.500 ms (12.5 GFLOP/s)"
+        "[main] 16/64 trials (8 new, 8 earlier: the default schedule, past runs), best "
+        "candidate 1.500 ms (12.5 GFLOP/s)"
     )
     assert "elapsed 1m15s" in line and "left ~3m45s" in line
     assert "failed: 1 build / 0 run" in line
@@ -50,7 +51,8 @@ def test_a_time_budgeted_progress_line_gives_the_share_of_peak_and_the_time_left
     )
     line = progress_text(event)
     assert line.startswith(
-        "[main] 16 trials (8 new, 8 earlier), best candidate 1.500 ms (12.5 GFLOP/s, 42% of peak)"
+        "[main] 16 trials (8 new, 8 earlier: the default schedule, past runs), best candidate "
+        "1.500 ms (12.5 GFLOP/s, 42% of peak)"
     )
     assert "elapsed 1m15s of 10m00s" in line and "left at most 8m45s" in line
     assert "width: 12%" in progress_bundle(event)["text/html"]  # the bar follows the time
@@ -190,6 +192,20 @@ def test_a_speed_up_inside_the_runs_spread_reads_no_measurable_change():
     assert "default  18.950 ms ±8%" in text
     clear = dataclasses.replace(result, timing=_timing(10e-3, 0.2e-3), best_latency_s=10e-3)
     assert "speed-up 1.90x" in result_text(clear)
+
+
+def test_a_model_whose_tuned_build_timed_slower_keeps_the_default_and_says_so():
+    default = _timing(18.950e-3, 0.2e-3)
+    note = "kept the default build: the tuned model timed slower (20.996 ms ±1% against ..."
+    result = TuneResult(
+        workload=None, mod=None, trace=None, best_latency_s=18.950e-3,
+        baseline_latency_s=18.950e-3, target=None, work_dir="/w", n_records=16, kind="model",
+        timing=default, baseline_timing=default, kept="default build", notes=(note,),
+    )  # fmt: skip
+    text = result_text(result)
+    assert "kept     the default build, 18.950 ms ±1%: the tuned model timed slower" in text
+    assert "speed-up none: the default build is kept" in text and note in text
+    assert not re.search(r"tuned\s+[\d.]+ (us|ms)", text)  # no tuned latency reads as the result
 
 
 def test_a_model_result_says_how_its_kernels_were_timed():

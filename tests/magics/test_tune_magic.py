@@ -19,7 +19,8 @@ def test_mlc_tune_binds_a_result_and_prints_progress_and_a_summary(shell, tmp_pa
     result = shell.user_ns["mm_tuned"]
     assert isinstance(result, TuneResult) and result.n_records == 8
     assert f"tuning in {tmp_path}" in out
-    assert "8/8 trials" in out and "speed-up" in out and "bound mm_tuned" in out
+    assert "[mm] 8/8 trials" in out  # the header names the kernel as the user did, not [main]
+    assert "speed-up" in out and "bound mm_tuned" in out
     assert "Sending" not in out and "TaskScheduler" not in out  # MetaSchedule logs go to a file
     assert "Sending" in (tmp_path / "logs" / "tune.log").read_text()
 
@@ -162,6 +163,9 @@ def test_mlc_tune_on_an_imported_model_reports_each_kernel_and_a_table(shell, tm
     assert "tuning kernel 1 of the 1 this budget reaches" in out and "of the model's time" in out
     assert "tuning kernel 2" not in out
     assert "kernel" in out and "share" in out and "kept" in out  # the per-kernel table
+    # both builds timed in turns, each with its spread: the speed-up says whether it is measurable
+    assert result.baseline_timing is not None and result.timing is not None
+    assert result.kept in ("tuned", "default build") and result.measurable is not None
     report = shell.run_line_magic("mlc_time", "model_relax model_relax_tuned --no-compile -o")
     assert report.names == ["model_relax", "model_relax_tuned", "model"]
     assert all(t.correct for t in report.timings)

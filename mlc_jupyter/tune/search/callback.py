@@ -25,6 +25,25 @@ from .run_state import BUILD_FAILED, INTERRUPTED, KNOWN_PREFIX, Shared, StopTuni
 ms = metaschedule()
 
 
+def time_left(
+    batch_ends: list[tuple[float, int]], elapsed: float, fresh: int, now: float, done: int,
+    total: int,
+) -> float | None:  # fmt: skip
+    """Seconds until ``total`` trials, at the pace measured between the ends of batches
+    (``(time, trials done)`` each); ``elapsed`` and ``fresh`` (trials this run measured) give
+    the pace until a second batch has ended.
+
+    The first batch also paid for the start (the design space, the first compiles, the default
+    schedule's seed): a pace that counted it read several times too slow.
+    """
+    if len(batch_ends) >= 2:
+        (t0, n0), (t1, n1) = batch_ends[0], batch_ends[-1]
+        if n1 > n0:  # what the batch in flight has measured is on its way: counted from t1
+            return max(0.0, (t1 - t0) / (n1 - n0) * max(0, total - n1) - (now - t1))
+    left = max(0, total - done)
+    return elapsed / fresh * left if fresh > 0 else None
+
+
 @derived_object
 class RecordAndReport(ms.measure_callback.PyMeasureCallback):
     """Commit each batch to the database and emit one progress event."""
@@ -60,6 +79,8 @@ class RecordAndReport(ms.measure_callback.PyMeasureCallback):
         self.curves = curves
         self.start = time.perf_counter()
         self.round_end = self.start
+        #: (time, trials done) at the end of each batch: the pace the time left comes from
+        self.batch_ends: list[tuple[float, int]] = []
         self.new_done = 0
         self.reused = 0
         self.in_batch = 0
@@ -124,6 +145,7 @@ class RecordAndReport(ms.measure_callback.PyMeasureCallback):
                 best = self.shared.best.get(task, float("inf"))
                 self.shared.best[task] = min(best, mean)
         self.done += len(measure_candidates)
+        self.batch_ends.append((time.perf_counter(), self.done))
         best = self.shared.best.get(task)
         curve = self.curves.setdefault(task, [])
         if best is not None:
@@ -160,11 +182,12 @@ class RecordAndReport(ms.measure_callback.PyMeasureCallback):
     def _emit(
         self, task: str, best: float | None, flop: float | None, curve: tuple, done: int
     ) -> None:
-        elapsed = time.perf_counter() - self.start
-        fresh = done - self.done_before
+        now = time.perf_counter()
+        elapsed = now - self.start
         eta = None
-        if self.trials_total is not None and fresh > 0:
-            eta = elapsed / fresh * max(0, self.trials_total - done)
+        if self.trials_total is not None:
+            eta = time_left(self.batch_ends, now - self.start, done - self.done_before,
+                            now, done, self.trials_total)  # fmt: skip
         if self.deadline.limited:
             left = max(0.0, self.deadline.left_s())
             eta = left if eta is None else min(eta, left)
