@@ -92,6 +92,12 @@ def _short_operators(text: str) -> str:
     return text
 
 
+class InsecureRPCWarning(UserWarning):
+    """TVM RPC has no authentication or encryption; said once per session, at the first use of a
+    tracker or server. Silence it with ``warnings.filterwarnings("ignore",
+    category=InsecureRPCWarning)`` once the devices are on a trusted network or behind a tunnel."""
+
+
 class MLCError(Exception):
     """Base class: an error with a short, actionable message and an optional hint."""
 

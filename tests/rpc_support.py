@@ -37,11 +37,25 @@ def wait_for_port(port: int, proc: subprocess.Popen, timeout_s: float = 60) -> N
     raise RuntimeError(f"the RPC tracker did not start on port {port}")
 
 
+def wait_for_free(port: int, servers: int, timeout_s: float = 90) -> None:
+    """Wait until the tracker has ``servers`` free under its one key (a server registers again a
+    moment after a session on it ends)."""
+    from mlc_jupyter.compilation.remote import list_devices
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            devices = list_devices(f"127.0.0.1:{port}")
+            if devices and devices[0]["free"] >= servers:
+                return
+        except Exception:  # noqa: BLE001,S110 - the tracker is still starting
+            pass
+        time.sleep(0.5)
+
+
 @contextlib.contextmanager
 def local_tracker(logs: Path, servers: int = 2, key: str = KEY) -> Iterator[tuple[int, list]]:
     """A tracker and ``servers`` RPC servers registered under ``key``; yields (port, log paths)."""
-    from mlc_jupyter.compilation.remote import list_devices
-
     port = free_port()
     procs = [
         subprocess.Popen(
@@ -64,15 +78,7 @@ def local_tracker(logs: Path, servers: int = 2, key: str = KEY) -> Iterator[tupl
                     stdout=path.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
                 )
             )  # fmt: skip
-        deadline = time.time() + 90
-        while time.time() < deadline:
-            try:
-                devices = list_devices(f"127.0.0.1:{port}")
-                if devices and devices[0]["free"] >= servers:
-                    break
-            except Exception:  # noqa: BLE001,S110 - the tracker is still starting
-                pass
-            time.sleep(1)
+        wait_for_free(port, servers)
         yield port, paths
     finally:
         # The tracker and servers run their loops in TVM PopenWorker children: stop whole groups.

@@ -7,6 +7,11 @@ within seconds, the key must be registered, a server must become free within
 target is completed from the remote GPU (architecture, threads, shared memory), so a machine
 without that GPU builds for it exactly; modules go over as exported libraries, and the remote
 machine compiles their CUDA kernels when it loads them.
+
+TVM RPC has no authentication or encryption: whoever reaches a tracker or a server can upload a
+library and run it as the server's user. The first use of a tracker in a process says so once
+(:class:`~mlc_jupyter.errors.InsecureRPCWarning`), and every hint binds to ``127.0.0.1`` and
+reaches it through an SSH tunnel, never ``0.0.0.0`` (TVM's default for both commands).
 """
 
 from __future__ import annotations
@@ -16,12 +21,13 @@ import os
 import socket
 import tempfile
 import threading
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import BuildError, RemoteError, error_reason
+from ..errors import BuildError, InsecureRPCWarning, RemoteError, error_reason
 from ..tvm_compat import close_rpc_session, tvm
 from .source import in_memory
 from .targets import device_kind, device_target, gpu_present, is_gpu_target, resolve_target
@@ -44,6 +50,39 @@ class RPCSpec:
 
     def __str__(self) -> str:
         return f"{self.host}:{self.port}:{self.key}"
+
+
+#: What every first use of RPC in a process says, in one line (TVM's security page: RPC is for a
+#: trusted network only).
+INSECURE_RPC = (
+    "TVM RPC has no authentication or encryption: anyone who can reach the tracker or a server"
+    " can upload a library and run it as that server's user; use it only on a trusted network"
+    " or through an SSH tunnel (ssh -L)"
+)
+#: Whether this process has said :data:`INSECURE_RPC` (``"said"`` once it has).
+_WARNED: set[str] = set()
+
+#: How to start a tracker and a server that only this machine and the GPU machine reach: both
+#: bound to loopback there, their ports forwarded here by SSH. TVM binds both to 0.0.0.0 unless
+#: told, which opens them to every network the machine is on.
+TRACKER_HINT = (
+    "on the device machine: python -m tvm.exec.rpc_tracker --host 127.0.0.1 --port 9190, then"
+    " from here: ssh -N -L 9190:127.0.0.1:9190 -L 9090:127.0.0.1:9090 DEVICE_HOST (bind to"
+    " loopback or a private network the devices share, never 0.0.0.0: TVM RPC has no"
+    " authentication)"
+)
+SERVER_HINT = (
+    "on the device machine: python -m tvm.exec.rpc_server --host 127.0.0.1 --port 9090"
+    " --tracker 127.0.0.1:9190 --key KEY (never --host 0.0.0.0: TVM RPC has no authentication;"
+    " forward each server's port with ssh -L as well)"
+)
+
+
+def warn_insecure_rpc() -> None:
+    """Say :data:`INSECURE_RPC` once per process, as an :class:`InsecureRPCWarning`."""
+    if not _WARNED:
+        warnings.warn(INSECURE_RPC, InsecureRPCWarning, stacklevel=3)
+        _WARNED.add("said")
 
 
 #: The environment variables that name a tracker and a key (TVM's own names).
@@ -81,7 +120,9 @@ def rpc_for(rpc: str | RPCSpec | None, target: Any) -> RPCSpec | None:
 
 
 def _tracker(host: str, port: int) -> tuple[Any, dict[str, Any]]:
-    """A tracker session and its summary, or a ``RemoteError`` within seconds."""
+    """A tracker session and its summary, or a ``RemoteError`` within seconds. The first call
+    of a process warns that RPC is unauthenticated (every RPC use asks a tracker first)."""
+    warn_insecure_rpc()
     try:
         socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
         tracker = tvm().rpc.connect_tracker(host, port)
@@ -89,7 +130,7 @@ def _tracker(host: str, port: int) -> tuple[Any, dict[str, Any]]:
     except Exception as err:  # noqa: BLE001 - TVM raises several types for a dead tracker
         raise RemoteError(
             f"cannot reach an RPC tracker at {host}:{port}: {error_reason(err)}",
-            hint="start one with: python -m tvm.exec.rpc_tracker --host 0.0.0.0 --port 9190",
+            hint=TRACKER_HINT,
         ) from None
 
 
@@ -107,17 +148,25 @@ def list_devices(spec: str) -> list[dict[str, Any]]:
     return out
 
 
-def check_key(spec: RPCSpec) -> None:
-    """Raise ``RemoteError`` unless a server is registered under ``spec.key`` (a request for a
-    key nobody serves would wait forever)."""
+def check_key(spec: RPCSpec) -> dict[str, int]:
+    """The tracker's queue for ``spec.key`` (``free`` and ``pending`` servers); a ``RemoteError``
+    unless a server is registered under the key (a request nobody serves would wait forever)."""
     _, summary = _tracker(spec.host, spec.port)
-    keys = sorted(summary.get("queue_info", {}))
+    queues = summary.get("queue_info", {})
+    keys = sorted(queues)
     if spec.key not in keys:
         raise RemoteError(
             f"no RPC server is registered under key {spec.key!r} at {spec.host}:{spec.port}"
             f" (registered: {', '.join(keys) or 'none'})",
-            hint="start one with: python -m tvm.exec.rpc_server --tracker HOST:PORT --key KEY",
+            hint=SERVER_HINT,
         )
+    return {name: int(count) for name, count in queues[spec.key].items()}
+
+
+def free_devices(spec: RPCSpec) -> int:
+    """How many servers under ``spec.key`` the tracker has free now (0 when all are busy);
+    raises ``RemoteError`` when none is registered under the key."""
+    return check_key(spec).get("free", 0)
 
 
 @contextlib.contextmanager

@@ -32,6 +32,13 @@ def _latency(seconds: float | None) -> str:
     return f"{seconds:.2f} s"
 
 
+def _rpc_devices(count: int) -> str:
+    """How many RPC devices measured, as the summary's ``measured on`` line says it."""
+    if count > 1:
+        return f"{count} RPC devices at once (one candidate each) under"
+    return "1 RPC device under" if count == 1 else "RPC devices"
+
+
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return "?"
@@ -442,7 +449,7 @@ def result_text(result: TuneResult) -> str:
             f"first: {result.first_error}"
         )
     if result.rpc:
-        lines.append(f"  measured on RPC devices {result.rpc}")
+        lines.append(f"  measured on {_rpc_devices(result.rpc_devices)} {result.rpc}")
     if result.model_tasks:
         if result.phases:
             lines.append(

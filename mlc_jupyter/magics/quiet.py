@@ -3,7 +3,8 @@
 PyTorch's deprecation warnings at an import, TVM's C++ ``Warning:`` lines written to file
 descriptor 2 (which a Jupyter kernel shows as red stderr) are not the learner's business unless
 the magic failed. Warnings raised from the user's own code (a cell, a file outside the
-installed packages) pass through as usual.
+installed packages) pass through as usual, and so do the workbench's own warnings to the user
+(:data:`TOLD_TO_USER`), as one line without the source line that raised them.
 """
 
 from __future__ import annotations
@@ -22,8 +23,13 @@ from typing import Any
 from IPython.display import display
 
 from ..caches import native_log_file, sweep_logs
-from ..config import cache_dir
+from ..config import CacheWarning, cache_dir
 from ..display.messages import messages_bundle
+from ..errors import InsecureRPCWarning
+
+#: Warnings that are the user's business wherever they are raised (a cache not used, RPC without
+#: authentication): never folded away with the libraries' messages.
+TOLD_TO_USER = (CacheWarning, InsecureRPCWarning)
 
 #: A TVM log line: ``[11:22:33] /path/transform.h:1261: Warning: ...``.
 _TVM_LINE = re.compile(r"^\[\d{2}:\d{2}:\d{2}\] \S+:\d+: ")
@@ -109,7 +115,9 @@ def captured_messages(groups: dict[str, list[str]]) -> Iterator[None]:
     finally:
         python = []
         for w in caught:
-            if _from_library(w.filename):
+            if issubclass(w.category, TOLD_TO_USER):
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, "")
+            elif _from_library(w.filename):
                 python.append(f"{w.category.__name__}: {w.message}")
             else:
                 warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)

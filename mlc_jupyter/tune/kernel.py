@@ -91,6 +91,7 @@ class _Run:
     spaces: Spaces
     peak_gflops: float | None = None
     notes: tuple[str, ...] = ()  # what the run fixed (scalar parameters bound to values)
+    rpc_devices: int = 0  # the RPC devices measuring at once (set when the search starts)
 
     @property
     def remaining(self) -> int:
@@ -248,7 +249,7 @@ def _search(run: _Run, shared: Shared, callback: Any, per_iter: int, seed: int |
     export_dir = tempfile.mkdtemp(prefix="mlc-tune-") if run.rpc else None
     builder = InProcessBuilder(shared, export_dir, host_cores(run.target))
     if run.rpc:
-        runner = make_rpc_runner(run.rpc)
+        runner, run.rpc_devices = make_rpc_runner(run.rpc)
     else:
         runner = InProcessRunner(
             shared, device_for(run.target), target_cores(run.target),
@@ -432,6 +433,7 @@ def _result(
         curves={k: tuple(v) for k, v in callback.curves.items()},
         task_workloads=dict(zip(tasks.names, tasks.mods, strict=False)),
         rpc=str(run.rpc) if run.rpc else None,
+        rpc_devices=run.rpc_devices,
         stop_reason=stop_reason,
         spaces=dict(zip(tasks.names, run.spaces.names, strict=False)),
         timing=timing,

@@ -110,6 +110,8 @@ class TuneResult:
     curves: dict[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
     task_workloads: dict[str, Any] = field(default_factory=dict)
     rpc: str | None = None
+    #: how many of the tracker's devices measured candidates at once (``0``: none measured)
+    rpc_devices: int = 0
     stop_reason: str = ""
     spaces: dict[str, str] = field(default_factory=dict)
     timing: Any = None

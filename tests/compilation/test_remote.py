@@ -118,6 +118,7 @@ def test_tuning_on_a_key_no_server_registered_is_refused_at_once(rpc_tracker):
     with pytest.raises(RemoteError, match="no RPC server is registered under key 'nobody'") as info:
         tune(matmul(64), trials=8, rpc=f"127.0.0.1:{rpc_tracker[0]}:nobody")
     assert "registered: mlc-test" in str(info.value)
+    assert "rpc_server --host 127.0.0.1" in info.value.hint  # TVM's default is 0.0.0.0
 
 
 def test_tuning_for_cuda_without_rpc_on_a_machine_without_a_gpu_says_how_to_measure_remotely():
@@ -175,7 +176,7 @@ def test_metaschedules_cuda_candidates_are_built_for_the_gpu_and_the_server_says
         assert b"__global__ void" in Path(result.artifact_path).read_bytes()
         if find_nvcc():
             assert build_module(mod, target).device_code.compiled
-    runner = make_rpc_runner(parse_rpc(_spec(rpc_tracker)))
+    runner, _ = make_rpc_runner(parse_rpc(_spec(rpc_tracker)))
     args = ms.arg_info.ArgInfo.from_prim_func(candidates[0]["main"])
     start = time.perf_counter()
     (future,) = runner.run([ms.runner.RunnerInput(built[0].artifact_path, "cuda", args)])

@@ -56,6 +56,25 @@ def test_the_users_own_warning_is_shown_as_usual():
     assert not any(groups.values())
 
 
+def test_the_workbenchs_own_warnings_are_shown_in_one_line_even_from_an_installed_copy():
+    """As installed from a wheel, the package's files are a library's: its warnings to the user
+    (RPC without authentication, a cache not used) still reach the cell, never folded away."""
+    from mlc_jupyter.config import CacheWarning
+    from mlc_jupyter.errors import InsecureRPCWarning
+
+    groups: dict[str, list[str]] = {}
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        with captured_messages(groups):
+            for category in (InsecureRPCWarning, CacheWarning):
+                warnings.warn_explicit("said to the user", category, copyreg.__file__, 105)
+    assert not groups["Python libraries"]
+    assert [w.category for w in shown] == [InsecureRPCWarning, CacheWarning]
+    for w in shown:
+        text = warnings.formatwarning(w.message, w.category, w.filename, w.lineno, w.line)
+        assert text.count("\n") == 1 and "said to the user" in text
+
+
 def test_messages_are_kept_when_the_magic_fails(shell, capfd):
     def failing() -> None:
         os.write(2, TVM_LINE)

@@ -1,10 +1,15 @@
-"""Tuning through TVM's RPC: a tracker and two servers on loopback (``rpc_tracker``), ``%mlc_devices``."""
+"""Tuning through TVM's RPC: a tracker and two servers on loopback (``rpc_tracker``), ``%mlc_devices``,
+and the one warning that RPC has no authentication."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 from build_support import matmul
-from rpc_support import KEY, free_port
+from rpc_support import KEY, free_port, wait_for_free
+
+from mlc_jupyter.errors import InsecureRPCWarning
 
 
 def test_mlc_devices_lists_the_two_servers_of_the_tracker(rpc_tracker, shell, capsys):
@@ -14,22 +19,75 @@ def test_mlc_devices_lists_the_two_servers_of_the_tracker(rpc_tracker, shell, ca
     assert KEY in out and "free   2" in out
 
 
-def test_a_tune_over_rpc_measures_on_the_servers(rpc_tracker, tmp_path):
+def test_a_tune_over_rpc_measures_on_every_free_server_at_once(rpc_tracker, tmp_path):
+    from mlc_jupyter.display.tune import result_text
     from mlc_jupyter.tune import tune
 
     port, paths = rpc_tracker
+    wait_for_free(port, 2, timeout_s=30)  # a test before may just have closed its session
+    before = [p.read_text().count("load_module") for p in paths]
     result = tune(matmul(64), trials=8, per_iter=8, work_dir=tmp_path,
                   rpc=f"127.0.0.1:{port}:{KEY}")  # fmt: skip
     assert result.rpc == f"127.0.0.1:{port}:{KEY}"
     assert result.n_records == 8 and result.best_latency_s is not None
     assert result.baseline_latency_s is not None  # both timed on the server, not here
-    served = "".join(p.read_text() for p in paths)
-    assert served.count("load_module") >= 1, served[-2000:]
+    assert result.rpc_devices == 2  # one runner worker per free server under the key
+    assert f"measured on 2 RPC devices at once (one candidate each) under {result.rpc}" in (
+        result_text(result)
+    )
+    served = [p.read_text().count("load_module") - n for p, n in zip(paths, before, strict=True)]
+    assert all(count >= 1 for count in served), served  # both servers measured candidates
+
+
+def test_a_server_in_use_is_not_counted_so_no_device_measures_two_candidates_at_once(
+    rpc_tracker,
+):
+    from mlc_jupyter.compilation.remote import session
+    from mlc_jupyter.tune.rpc import make_rpc_runner, parse_rpc
+
+    spec = parse_rpc(f"127.0.0.1:{rpc_tracker[0]}:{KEY}")
+    with session(spec):  # another notebook holds one of the two servers
+        _, workers = make_rpc_runner(spec)
+    assert workers == 1
+
+
+def test_the_first_rpc_use_of_a_session_warns_once_in_one_line(rpc_tracker, shell, monkeypatch):
+    from mlc_jupyter.compilation import remote
+
+    monkeypatch.setattr(remote, "_WARNED", set())  # as in a new session
+    spec = f"127.0.0.1:{rpc_tracker[0]}:{KEY}"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        shell.run_line_magic("mlc_devices", f"127.0.0.1:{rpc_tracker[0]}")
+        shell.run_line_magic("mlc_devices", f"127.0.0.1:{rpc_tracker[0]}")
+        remote.remote_target(remote.parse_rpc(spec), "llvm")  # a session on a server
+    told = [w for w in caught if issubclass(w.category, InsecureRPCWarning)]
+    assert len(told) == 1, [str(w.message) for w in caught]
+    (w,) = told
+    shown = warnings.formatwarning(w.message, w.category, w.filename, w.lineno, w.line)
+    assert shown.count("\n") == 1, shown  # one line, no source line under it
+    for words in ("no authentication or encryption", "upload a library and run it",
+                  "trusted network", "SSH tunnel"):  # fmt: skip
+        assert words in shown
+
+
+def test_the_rpc_warning_can_be_filtered(rpc_tracker, shell, monkeypatch):
+    from mlc_jupyter.compilation import remote
+
+    monkeypatch.setattr(remote, "_WARNED", set())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", category=InsecureRPCWarning)
+        shell.run_line_magic("mlc_devices", f"127.0.0.1:{rpc_tracker[0]}")
+    assert not [w for w in caught if issubclass(w.category, InsecureRPCWarning)]
 
 
 def test_an_unreachable_tracker_gets_a_short_message():
     from mlc_jupyter.errors import RemoteError
     from mlc_jupyter.tune import list_devices
 
-    with pytest.raises(RemoteError, match=r"cannot reach an RPC tracker at 127\.0\.0\.1"):
+    with pytest.raises(RemoteError, match=r"cannot reach an RPC tracker at 127\.0\.0\.1") as info:
         list_devices(f"127.0.0.1:{free_port()}")
+    hint = info.value.hint  # bound to loopback and reached through a tunnel, never 0.0.0.0
+    assert "rpc_tracker --host 127.0.0.1" in hint and "ssh -N -L 9190:127.0.0.1:9190" in hint
+    assert "--host 0.0.0.0" not in hint and "never 0.0.0.0" in hint
