@@ -15,10 +15,10 @@ so a run waiting for it finds the dir where it was.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,14 +26,14 @@ from .compilation import clear_cache, disk_cache
 from .compilation.cached_build import memory_cache
 from .compilation.memory_cache import memory_cache_limit_bytes
 from .config import build_cache_dir, build_cache_limit_bytes, cache_dir, cache_root
+from .errors import TuneError
 from .tune.records import RECORDS_FILE
+from .tune.work_lock import LOCK_FILE, hold_work_dir, holder, in_use
 
 #: The parts :func:`clear_caches` clears, in the order :func:`cache_info` lists them.
 PARTS = ("builds", "tune", "kernels", "logs", "memory")
 #: What ``"all"`` clears: everything but the tuning records, which only ``"tune"`` clears.
 ALL_PARTS = ("builds", "kernels", "logs", "memory")
-#: The file a tuning run holds (``fcntl.flock``) for its whole life.
-LOCK_FILE = ".lock"
 #: The prefix of the file each kernel's native stderr goes to while a magic runs.
 LOG_PREFIX = "magic-stderr-"
 
@@ -123,12 +123,12 @@ def _size(path: Path) -> int:
 
 
 def _records(work: Path) -> int:
-    """Tuning records in a work dir (one JSON line each)."""
-    try:
-        with (work / RECORDS_FILE).open("rb") as file:
-            return sum(1 for line in file if line.strip())
-    except OSError:
-        return 0
+    """Tuning records in a work dir (one JSON line each), those ``--fresh`` moved aside too."""
+    count = 0
+    for records in work.rglob(RECORDS_FILE):
+        with contextlib.suppress(OSError), records.open("rb") as file:
+            count += sum(1 for line in file if line.strip())
+    return count
 
 
 def _work_dirs(root: Path) -> list[Path]:
@@ -139,34 +139,21 @@ def _work_dirs(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
 
 
-def _lock_holder(work: Path) -> str:
-    """Who holds ``work``'s lock, as its lock file says."""
-    try:
-        pid, started = (work / LOCK_FILE).read_text().split()[:2]
-        when = time.strftime("%H:%M", time.localtime(float(started)))
-        return f"the tuning run of pid {int(pid)}, started {when}"
-    except (OSError, ValueError):
-        return "another tuning run"
-
-
 @contextlib.contextmanager
-def _held_unless_in_use(work: Path):
-    """Hold ``work``'s lock while the block runs; yields who holds it instead (and holds
-    nothing) when a tuning run does."""
-    try:
-        fd = os.open(work / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError:
-        yield "a lock file that cannot be opened"
+def _held_unless_in_use(work: Path) -> Iterator[str | None]:
+    """Hold ``work``'s lock while the block runs, yielding ``None``; when a tuning run (of this
+    kernel or another) holds it, hold nothing and yield who does."""
+    who = in_use(work)
+    if who is not None:
+        yield who
         return
-    try:
+    with contextlib.ExitStack() as stack:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield _lock_holder(work)
+            stack.enter_context(hold_work_dir(work, wait=False))
+        except TuneError:  # a run took it just now
+            yield holder(work)
             return
         yield None
-    finally:
-        os.close(fd)  # releases the lock
 
 
 def cache_info() -> CacheInfo:

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 import pytest
@@ -112,12 +112,12 @@ def test_clearing_builds_does_not_break_a_kernel_that_loaded_one(cache):
 
 
 HOLD = """
-import fcntl, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
-fcntl.flock(fd, fcntl.LOCK_EX)
-os.ftruncate(fd, 0); os.pwrite(fd, f"{os.getpid()} {time.time():.0f}\\n".encode(), 0)
-print("held", flush=True)
-sys.stdin.readline()
+import sys
+from pathlib import Path
+from mlc_jupyter.tune.work_lock import hold_work_dir
+with hold_work_dir(Path(sys.argv[1]), wait=False):  # as a tuning run in another kernel
+    print("held", flush=True)
+    sys.stdin.readline()
 """
 
 
@@ -125,6 +125,7 @@ sys.stdin.readline()
 def test_tuning_records_go_only_by_name_and_a_dir_in_use_is_kept(cache):
     from mlc_jupyter import cache_info, clear_caches
     from mlc_jupyter.tune import tune
+    from mlc_jupyter.tune.work_lock import hold_work_dir
 
     tune(matmul(32), trials=8, per_iter=8, seed=0)
     (tuned,) = (cache / "tune").iterdir()
@@ -136,15 +137,24 @@ def test_tuning_records_go_only_by_name_and_a_dir_in_use_is_kept(cache):
     assert "tune" not in clear_caches("all").removed  # all: never the user's tuning
     assert parts(cache_info())["tune"].count == 2
 
-    busy = subprocess.Popen([sys.executable, "-c", HOLD, str(dirs[0] / ".lock")], text=True,
+    busy = subprocess.Popen([sys.executable, "-c", HOLD, str(dirs[0])], text=True, cwd=REPO,
+                            env={**os.environ, "PYTHONPATH": str(REPO)},
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
     try:
         assert busy.stdout.readline().strip() == "held"
+        with hold_work_dir(dirs[1]):  # a run of this kernel (a tune in a thread)
+            kept = clear_caches("tune")
+        assert (kept.removed["tune"], kept.records_removed) == (0, 0)
+        assert (
+            kept.kept[1]
+            == f"{dirs[1]}: in use by the tuning run of pid {os.getpid()} (this kernel)"
+        )
         cleared = clear_caches("tune")
         assert cleared.removed["tune"] == 1 and cleared.records_removed == 8
-        started = time.strftime("%H:%M")
-        assert cleared.kept == (
-            f"{dirs[0]}: in use by the tuning run of pid {busy.pid}, started {started}",
+        assert len(cleared.kept) == 1 and re.fullmatch(
+            rf"{re.escape(str(dirs[0]))}: in use by the tuning run of pid {busy.pid}, "
+            r"started \d\d:\d\d",
+            cleared.kept[0],
         )
         assert len(list(dirs[0].glob("database_*.json"))) == 2  # the run's records are there
         assert [p.name for p in dirs[1].iterdir()] == [".lock"]  # a waiting run finds its lock
