@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 KEY = "mlc-test"
+#: The server processes of each running ``local_tracker``, by its port (to kill one mid-run).
+SERVERS: dict[int, list[subprocess.Popen]] = {}
 
 
 def free_port() -> int:
@@ -79,10 +81,13 @@ def local_tracker(logs: Path, servers: int = 2, key: str = KEY) -> Iterator[tupl
                 )
             )  # fmt: skip
         wait_for_free(port, servers)
+        SERVERS[port] = procs[1:]
         yield port, paths
     finally:
         # The tracker and servers run their loops in TVM PopenWorker children: stop whole groups.
+        SERVERS.pop(port, None)
         for proc in reversed(procs):
-            os.killpg(proc.pid, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):  # a server a test killed
+                os.killpg(proc.pid, signal.SIGTERM)
         for proc in procs:
             proc.wait(timeout=20)

@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 from build_support import matmul
-from rpc_support import KEY, free_port, wait_for_free
+from rpc_support import KEY, SERVERS, free_port, local_tracker, wait_for_free
 
 from mlc_jupyter.errors import InsecureRPCWarning
 
@@ -37,6 +37,38 @@ def test_a_tune_over_rpc_measures_on_every_free_server_at_once(rpc_tracker, tmp_
     )
     served = [p.read_text().count("load_module") - n for p, n in zip(paths, before, strict=True)]
     assert all(count >= 1 for count in served), served  # both servers measured candidates
+
+
+@pytest.mark.slow
+def test_a_tune_goes_on_when_a_server_dies_mid_run(tmp_path):
+    """A tracker and two servers of its own (the shared ones stay whole): after the first round
+    one server is killed; the tracker drops it, the next round is measured on the other server,
+    and the run ends with all its trials and a tuned kernel instead of a hang."""
+    import os
+    import signal
+    import time
+
+    from mlc_jupyter.tune import tune
+
+    (tmp_path / "logs").mkdir()
+    with local_tracker(tmp_path / "logs") as (port, paths):
+        victim = SERVERS[port][0]
+        killed_after: list[int] = []
+
+        def kill_after_first_round(event) -> None:
+            if not killed_after and event.trials_done >= 4:
+                os.killpg(victim.pid, signal.SIGKILL)
+                victim.wait(timeout=20)
+                killed_after.append(paths[1].read_text().count("load_module"))
+
+        start = time.monotonic()
+        result = tune(matmul(64), trials=8, per_iter=4, work_dir=tmp_path / "work",
+                      rpc=f"127.0.0.1:{port}:{KEY}", on_progress=kill_after_first_round)  # fmt: skip
+        assert time.monotonic() - start < 300
+        assert killed_after, "the run ended before the first round did"
+        assert result.rpc_devices == 2 and result.n_records == 8
+        assert result.best_latency_s is not None and result.baseline_latency_s is not None
+        assert paths[1].read_text().count("load_module") > killed_after[0]  # the survivor went on
 
 
 def test_a_server_in_use_is_not_counted_so_no_device_measures_two_candidates_at_once(
