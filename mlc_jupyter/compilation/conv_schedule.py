@@ -14,6 +14,9 @@ TensorIR's primitives (the GotoBLAS micro-kernel, applied to a convolution):
   columns, input channels) run around it, the innermost split so that it can be unrolled;
 * the tiles run in parallel, channel blocks outermost (each core keeps its part of the weight),
   then rows and blocks of pixels (the tuning space also tries pixels outermost, :data:`ORDERS`);
+  a kernel that reduces over a window only (depthwise, pooling) has little weight to keep and
+  takes pixels outermost (:func:`default_order`), and a depthwise kernel's columns are unrolled
+  beside the tile, so that neighbouring pixels share the input columns they overlap on;
 * the elementwise operators fused after the reduction (batch norm for inference, bias, ReLU, the
   residual add) are inlined into the write-back of the accumulators: each output is stored once;
 * producers before it (the padding) run once, in parallel and vectorised, before the tiles; a
@@ -52,6 +55,8 @@ MAX_VECTORS = 4
 MAX_ROWS = 16
 #: The longest unrolled run of the innermost reduction loop the space samples.
 MAX_UNROLL = 4
+#: The widest depthwise window whose kernel columns are unrolled beside the tile.
+MAX_WINDOW_COLUMNS = 7
 
 
 class NotWindow(Exception):  # noqa: N818 - a verdict, not an error
@@ -189,13 +194,15 @@ class Decisions:
 
 
 def schedule_window(
-    sch: Any, unit: VectorUnit, decisions: Decisions | None = None, order: str = "channels"
+    sch: Any, unit: VectorUnit, decisions: Decisions | None = None, order: str | None = None
 ) -> None:
     """Apply the direct-convolution structure to ``sch`` (one PrimFunc ``main``) in place:
-    sizes from ``decisions``, or sampled when it is ``None``."""
+    sizes from ``decisions``, or sampled when it is ``None``; ``order`` as :func:`default_order`
+    when it is ``None``."""
     window = find_window(sch, unit.lanes)
     lanes = window.lanes
     window_only = _reads_a_window_only(sch, window)
+    order = order or default_order(sch, window)
     producers = []
     for block in window.before:
         if _is_copy(sch, block):
@@ -221,6 +228,7 @@ def schedule_window(
     xo, xi = sch.split(x, [None, mr])
     fo, fv, fl = sch.split(f, [None, nv, lanes])
     red = list(window.reduction)
+    column = _kernel_column(sch, red) if window_only else None
     inner = red[-1]
     extent = int(sch.get(inner).extent)
     tile = sch.sample_perfect_tile(
@@ -231,7 +239,13 @@ def schedule_window(
     )
     ro, ri = sch.split(inner, tile)
     tiles = [fo, *outer_axes, xo] if order == "channels" else [*outer_axes, xo, fo]
-    sch.reorder(*tiles, *red[:-1], ro, ri, xi, fv, fl)
+    if column is None:
+        sch.reorder(*tiles, *red[:-1], ro, ri, xi, fv, fl)
+    else:  # the kernel's columns next to the tile's pixels: neighbours share their loads
+        sch.reorder(
+            *tiles, *[r for r in red[:-1] if not r.same_as(column)], ro, ri, column, xi, fv, fl
+        )
+        sch.unroll(column)
     outer = sch.fuse(*tiles)
     sch.parallel(outer)
     write = sch.cache_write(window.block, 0, "local")
@@ -255,6 +269,23 @@ def schedule_window(
             sch.compute_inline(block)  # the padding's bounds checks go into the tile's loads
         else:
             _parallel_vectorised(sch, block, lanes)
+
+
+def default_order(sch: Any, window: Window) -> str:
+    """The default build's :data:`ORDERS` choice: pixels outermost for a kernel that reduces
+    over a window only (each core streams its own rows of the input and output, whole cache
+    lines of every pixel's channels), channel blocks outermost for the others."""
+    return "pixels" if _reads_a_window_only(sch, window) else "channels"
+
+
+def _kernel_column(sch: Any, reduction: list[Any]) -> Any | None:
+    """The kernel-column loop of a depthwise convolution's window (rows, columns, one
+    input channel), unrolled next to the tile so that the pixels of a row share the loads of
+    the input columns they overlap on; ``None`` for other window kernels."""
+    extents = [int(sch.get(loop).extent) for loop in reduction]
+    if len(extents) != 3 or extents[2] != 1 or not 1 < extents[1] <= MAX_WINDOW_COLUMNS:
+        return None
+    return reduction[1]
 
 
 def _reads_a_window_only(sch: Any, window: Window) -> bool:

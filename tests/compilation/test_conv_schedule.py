@@ -119,3 +119,48 @@ def test_a_depthwise_convolution_reads_its_input_in_the_tile_without_a_padded_co
     with torch.no_grad():
         expected = model(x).numpy()
     np.testing.assert_allclose(np.asarray(built(x.numpy())), expected, rtol=1e-4, atol=1e-4)
+
+
+def _depthwise_block(channels: int, stride: int):
+    """MobileNet v1's depthwise layer: 3x3 depthwise conv, batch norm, ReLU (eval mode)."""
+    from torch import nn
+
+    torch.manual_seed(channels + stride)
+    block = nn.Sequential(
+        nn.Conv2d(channels, channels, 3, stride, 1, groups=channels, bias=False),
+        nn.BatchNorm2d(channels),
+        nn.ReLU(),
+    ).eval()
+    with torch.no_grad():  # a batch norm that is not the identity: its fold into the epilogue shows
+        block[1].running_mean.uniform_(-0.5, 0.5)
+        block[1].running_var.uniform_(0.5, 2.0)
+        block[1].weight.uniform_(0.5, 1.5)
+        block[1].bias.uniform_(-0.5, 0.5)
+    return block
+
+
+@pytest.mark.parametrize(
+    ("channels", "size", "stride"),
+    [(32, 112, 1), (64, 112, 2), (512, 14, 1), (1024, 7, 1)],  # MobileNet v1's, at 224 x 224
+)
+def test_a_depthwise_convolution_streams_rows_and_shares_loads_across_its_window(
+    channels, size, stride
+):
+    block = _depthwise_block(channels, stride)
+    x = torch.randn(1, channels, size, size, generator=torch.Generator().manual_seed(3))
+    built = build_module(import_model(block, x), persist=False)
+    kernels = _kernels(built.mod)
+    (name,) = [n for n, f in kernels.items() if "group_conv2d" in f.script()]
+    text = kernels[name].script()
+    # one kernel: the batch norm's scale folded into the weights, its shift and the ReLU
+    # written back from the accumulators
+    assert [n for n in kernels if "transpose" not in n] == [name]
+    assert "T.max(" in text
+    # pixels outermost in the parallel loop, then channel blocks: each core streams its rows
+    parallel = re.search(r"for (\w+) in T\.parallel", text).group(1)
+    assert parallel.startswith("nn_yy_xx_0_ff_0"), parallel
+    # the kernel's columns unrolled beside the tile's pixels, whose loads they share
+    assert re.search(r"for rx in T\.unroll\(T\.int64\(3\)\)", text), text
+    with torch.no_grad():
+        expected = block(x).numpy()
+    np.testing.assert_allclose(np.asarray(built(x.numpy())), expected, rtol=1e-4, atol=1e-4)
