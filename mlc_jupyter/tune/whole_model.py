@@ -97,6 +97,7 @@ class _Outcome:
     traces: list[Any] = field(default_factory=list)
     new: int = 0
     records: int = 0
+    rpc_devices: int = 0  # the most RPC devices a kernel's search measured on at once
     stop_reason: str = "trials"
     interrupted: bool = False
     notes: list[str] = field(default_factory=list)
@@ -197,6 +198,7 @@ def _tune_model(
         elapsed_s=end - start,
         task_workloads=out.workloads,
         rpc=search.rpc,
+        rpc_devices=out.rpc_devices,
         stop_reason="interrupted" if out.interrupted else out.stop_reason,
         timing=shown,
         baseline_timing=verdict.default,
@@ -266,6 +268,7 @@ def _tune_groups(
         keep = keep or (search.rpc is not None and result.mod is not None)
         out.new += result.trials_new
         out.records += result.n_records
+        out.rpc_devices = max(out.rpc_devices, result.rpc_devices)
         out.traces.append(result.trace)
         out.interrupted = result.interrupted
         if result.stop_reason not in ("trials", ""):

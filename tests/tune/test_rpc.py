@@ -39,6 +39,33 @@ def test_a_tune_over_rpc_measures_on_every_free_server_at_once(rpc_tracker, tmp_
     assert all(count >= 1 for count in served), served  # both servers measured candidates
 
 
+RELAX_MATMUL = """
+@I.ir_module
+class Model:
+    @R.function
+    def main(x: R.Tensor((1, 64), "float32"), w: R.Tensor((64, 64), "float32")):
+        with R.dataflow():
+            y = R.matmul(x, w)
+            R.output(y)
+        return y
+"""
+
+
+@pytest.mark.slow
+def test_a_model_tuned_over_rpc_says_how_many_devices_measured(rpc_tracker, tmp_path):
+    from build_support import parse
+
+    from mlc_jupyter.display.tune import result_text
+    from mlc_jupyter.tune import tune
+
+    port, _ = rpc_tracker
+    wait_for_free(port, 2, timeout_s=30)
+    result = tune(parse(RELAX_MATMUL, "relax"), trials=8, per_iter=8, work_dir=tmp_path,
+                  rpc=f"127.0.0.1:{port}:{KEY}")  # fmt: skip
+    assert result.kind == "model" and result.rpc_devices == 2
+    assert "measured on 2 RPC devices at once (one candidate each)" in result_text(result)
+
+
 @pytest.mark.slow
 def test_a_tune_goes_on_when_a_server_dies_mid_run(tmp_path):
     """A tracker and two servers of its own (the shared ones stay whole): after the first round
