@@ -10,8 +10,11 @@ time, for what the analysis cannot decide.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..config import checked_builds
@@ -112,9 +115,23 @@ def memory_cache() -> MemoryCache:
     return _CACHE
 
 
+@functools.cache
+def code_fingerprint() -> str:
+    """A digest of this package's Python sources. A model's kernels are scheduled by this code,
+    not by the module hashed, so a build made by other code (an upgrade, an edited schedule) is
+    never served from the disk cache."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha1(usedforsecurity=False)
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def cache_key(mod: Any, target: Any, checked: bool = False) -> str:
-    """``hash|target|tvm version[|checked]`` for an IRModule and a resolved target."""
-    return f"{structural_hash(mod):x}|{target}|{version()}" + ("|checked" if checked else "")
+    """``hash|target|tvm version|code fingerprint[|checked]`` for an IRModule and a resolved
+    target."""
+    key = f"{structural_hash(mod):x}|{target}|{version()}|{code_fingerprint()}"
+    return key + ("|checked" if checked else "")
 
 
 def clear_cache(*, disk: bool = True) -> None:

@@ -4,6 +4,7 @@ damaged."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -172,3 +173,33 @@ def test_the_memory_cache_drops_the_least_recently_used_builds_past_its_cap(cach
     assert not build_module(mm_relu(2), "llvm", persist=False).cached
     a = np.ones((128, 128), "float32")
     assert float(first["mm_relu"](a, a)[0, 0]) == 128.0  # a build the notebook holds still runs
+
+
+@pytest.mark.slow
+def test_a_build_made_by_other_code_of_the_project_is_rebuilt_not_served(tmp_path):
+    """The project's code schedules a model's kernels, not the module hashed: after an upgrade or
+    an edit of the project a build is made again, and the other tree's entry stays its own."""
+    edited = tmp_path / "edited"
+    shutil.copytree(
+        REPO / "mlc_jupyter",
+        edited / "mlc_jupyter",
+        ignore=shutil.ignore_patterns("__pycache__", "labextension"),
+    )
+    schedule = edited / "mlc_jupyter" / "compilation" / "conv_schedule.py"
+    schedule.write_text(schedule.read_text() + "\n# an edit of the schedules\n")
+    script = (
+        f"import sys; sys.path.insert(1, {str(REPO / 'tests')!r})\n"
+        "from foreign_support import add_one\n"
+        "from mlc_jupyter.compilation import build_module, wait_for_saved_builds\n"
+        "print(build_module(add_one(), 'llvm').from_disk); wait_for_saved_builds()"
+    )
+
+    def from_disk(tree: Path) -> str:
+        env = {**os.environ, "MLC_JUPYTER_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(tree)}
+        done = subprocess.run(
+            [sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.split()[-1]
+
+    assert [from_disk(REPO), from_disk(edited), from_disk(REPO)] == ["False", "False", "True"]
