@@ -64,6 +64,7 @@ def _build_wheel(clone: Path, out: Path, path: str, ok: bool = True):
     return _run(cmd, env, clone, ok)
 
 
+@pytest.mark.long
 def test_a_wheel_built_from_a_clean_clone_carries_the_extension_and_works_without_node(tmp_path):
     if shutil.which("npm") is None:
         pytest.skip("building the lab extension needs Node and npm")

@@ -154,6 +154,7 @@ def test_relax_notebook_builds_runs_and_times_the_mlp_against_numpy_and_torch():
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_automatic_optimization_notebook_tunes_and_replays_the_tuned_trace():
     nb = execute_notebook("03_automatic_optimization.ipynb", timeout=900)
     assert _errors(nb) == []

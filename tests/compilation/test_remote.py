@@ -140,6 +140,7 @@ def test_a_remote_target_asks_the_server_even_for_a_gpu_named_by_a_tag(rpc_track
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_metaschedules_cuda_candidates_are_built_for_the_gpu_and_the_server_says_it_has_none(
     rpc_tracker, tmp_path
 ):

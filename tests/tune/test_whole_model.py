@@ -226,6 +226,7 @@ def tvm_equal(a, b):
     return structural_equal(*strip)
 
 
+@pytest.mark.long
 def test_another_model_with_a_kernel_tuned_before_reuses_its_records(mlp_run):
     work, first = mlp_run[2], mlp_run[3]
     # the first layer of both models: (1, 256) x (256, 256), bias, ReLU
