@@ -18,7 +18,7 @@ from .. import origins
 from ..errors import OutOfBoundsError
 from ..tvm_compat import check_out_of_bounds, ir_module_type, prim_func_type
 from .guards import guarded_in_bounds
-from .tir_walk import block_bindings, buffer_accesses
+from .tir_walk import block_bindings, buffer_accesses, buffer_views, viewed_allocation
 
 _FINDING = re.compile(
     r"Out of bounds memory access on buffer (?P<buffer>\S+) dimension (?P<dim>\d+)\. "
@@ -268,9 +268,11 @@ def _reads_memory(index: Any) -> bool:
 
 def stopped_out_of_bounds(mod: Any, name: str) -> OutOfBoundsError:
     """The error for a checked kernel that stopped at a bound check: it names the accesses whose
-    index depends on data, the ones static analysis could not bound."""
+    index depends on data, the ones static analysis could not bound, and the views of another
+    buffer's memory (checked against that memory)."""
     suspects: list[str] = []
     for func_name, func in _functions(mod):
+        views = buffer_views(func.body)
         for buffer, indices, _, stmt in buffer_accesses(func.body):
             if any(_reads_memory(i) for i in indices):
                 place = origins.cell_place(getattr(stmt, "span", None))
@@ -278,6 +280,15 @@ def stopped_out_of_bounds(mod: Any, name: str) -> OutOfBoundsError:
                 suspects.append(
                     f"  data-dependent index: {func_name}: {_access_text(buffer, indices)}{at}"
                 )
+        for view, (viewed, stmt) in views.items():
+            owner = viewed_allocation(view, views)
+            place = origins.cell_place(getattr(stmt, "span", None))
+            at = f" ({place.describe()})" if place else ""
+            suspects.append(
+                f"  view: {func_name}: {view.name} is declared over {viewed.name}.data{at}; its "
+                f"accesses may not leave {owner.name}'s {_elements(owner)}"
+            )
+    has_views = any(s.startswith("  view:") for s in suspects)
     suspects = list(dict.fromkeys(suspects))
     where = suspects[:_MORE] + (
         [f"  ... and {len(suspects) - _MORE} more"] if len(suspects) > _MORE else []
@@ -287,5 +298,18 @@ def stopped_out_of_bounds(mod: Any, name: str) -> OutOfBoundsError:
         "before that access",
         where=where,
         hint="memory is intact. Check the values that feed the index (the index arrays, or the "
-        "sizes of symbolic shapes)",
+        "sizes of symbolic shapes)"
+        + (
+            ", and that each T.decl_buffer view fits in the buffer whose data it takes"
+            if has_views
+            else ""
+        ),
     )
+
+
+def _elements(buffer: Any) -> str:
+    """``16 float32`` for a buffer of shape (4, 4)."""
+    size = 1
+    for dim in buffer.shape:
+        size = size * dim if not str(dim).isdigit() else size * int(str(dim))
+    return f"{size} {buffer.dtype}"

@@ -1,6 +1,10 @@
 """Checked builds: kernels that check every buffer index at run time before they use it, for
 what the static check (:mod:`.bounds`) cannot decide (data-dependent indices such as
 ``A[idx[i]]``). An out-of-bounds index raises ``RuntimeError`` instead of touching memory.
+
+An access through a view of another buffer's memory (``T.decl_buffer(shape, data=B.data)``) is
+checked against the memory it views, not the shape the view declares: a view may say it holds
+more than ``B`` does, and only ``B``'s allocation is memory the kernel may touch.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from typing import Any
 
 from ..tvm_compat import (
     DISABLE_VECTORIZE_OPTION,
+    element_bytes,
     instrument_bound_checkers,
     prim_func_type,
     register_tir_pipeline,
@@ -19,7 +24,7 @@ from ..tvm_compat import (
 from ..tvm_compat import (
     compile as tvm_compile,
 )
-from .tir_walk import buffer_accesses
+from .tir_walk import buffer_accesses, buffer_views, viewed_allocation
 
 _BOUND_CHECKED_PIPELINE = "mlc_bound_checked"
 
@@ -51,18 +56,35 @@ def bound_checked_pipeline() -> str:
 
 def _announce_buffers(body: Any) -> Any:
     """``body`` inside one ``buffer_bound`` attribute per buffer accessed with as many indices as
-    it has dimensions (the pass compares index and dimension counts)."""
+    it has dimensions (the pass compares index and dimension counts); a flat view of another
+    buffer's memory is announced with the size of that memory."""
     _tir = tir()
+    views = buffer_views(body)
     shapes: dict[Any, Any] = {}
     mismatched: set[Any] = set()
     for buffer, indices, _, _ in buffer_accesses(body):
         if len(indices) != len(buffer.shape):
             mismatched.add(buffer)
-        shapes.setdefault(buffer, buffer.shape)
+        if buffer not in shapes:
+            owner = viewed_allocation(buffer, views)
+            flat = len(buffer.shape) == 1 and not owner.same_as(buffer)
+            shapes[buffer] = (allocation_extent(owner, buffer.dtype),) if flat else buffer.shape
     for buffer, shape in shapes.items():
         if buffer not in mismatched and len(shape):
             body = _tir.AttrStmt(buffer, "buffer_bound", _tir.op.tvm_tuple(*shape), body)
     return body
+
+
+def allocation_extent(owner: Any, dtype: Any) -> Any:
+    """How many elements of ``dtype`` fit in ``owner``'s memory (its shape's product, rescaled
+    when a view reads it as another dtype)."""
+    _tir = tir()
+    mine, theirs = element_bytes(dtype), element_bytes(owner.dtype)
+    if all(isinstance(d, _tir.IntImm) for d in owner.shape):
+        elements = functools.reduce(lambda a, b: a * b, [int(d) for d in owner.shape], 1)
+        return _tir.const(elements * theirs // mine, "int64")
+    size = functools.reduce(lambda a, b: a * b, [_tir.Cast("int64", d) for d in owner.shape])
+    return size if mine == theirs else _tir.floordiv(size * theirs, mine)
 
 
 def compile_checked(mod: Any, target: Any) -> Any:

@@ -14,6 +14,7 @@ from ..tvm_compat import (
     CALL_EXTERN_OP,
     analyzer,
     buffer_access,
+    buffer_declaration,
     is_ir_array,
     is_ir_node,
     node_fields,
@@ -56,6 +57,26 @@ def buffer_accesses(root: Any) -> Iterator[tuple[Any, Any, bool, Any]]:
         access = buffer_access(node)
         if access is not None:
             yield (*access, stmt)
+
+
+def buffer_views(root: Any) -> dict[Any, tuple[Any, Any]]:
+    """Every buffer declared over another buffer's data under ``root`` (``V =
+    T.decl_buffer(shape, dtype, data=B.data)``): ``{V: (B, statement)}``."""
+    views = {}
+    for node, stmt in ir_nodes(root):
+        declared = buffer_declaration(node)
+        if declared is not None and declared[1] is not None:
+            views[declared[0]] = (declared[1], stmt)
+    return views
+
+
+def viewed_allocation(buffer: Any, views: dict[Any, tuple[Any, Any]]) -> Any:
+    """The buffer that owns the memory ``buffer`` views (itself when it is no view), following
+    views of views."""
+    seen = 0
+    while buffer in views and seen <= len(views):
+        buffer, seen = views[buffer][0], seen + 1
+    return buffer
 
 
 def extern_calls(root: Any) -> Iterator[tuple[str, Any]]:

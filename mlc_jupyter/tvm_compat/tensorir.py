@@ -93,6 +93,33 @@ FOREIGN_CALL_OPS = frozenset(
 )  # fmt: skip
 
 
+#: Type keys of ``T.decl_buffer`` and ``T.alloc_buffer``, and the op that reads a buffer's data
+#: pointer (``B.data``, a ``Var`` before 0.27).
+_DECL_KEY, _ALLOC_KEY, _BUFFER_DATA_OP = "tirx.DeclBuffer", "tirx.AllocBuffer", "tirx.buffer_data"
+
+
+def buffer_declaration(node: Any) -> tuple[Any, Any | None] | None:
+    """``(buffer, viewed)`` when ``node`` declares or allocates a buffer, else None; ``viewed`` is
+    the buffer whose data it declares ``buffer`` over (``T.decl_buffer(..., data=B.data)``: ``B``),
+    None for a buffer with memory of its own (an allocation, or a parameter's declaration)."""
+    info = getattr(type(node), "__tvm_ffi_type_info__", None)
+    key = info.type_key if info is not None else ""
+    if key == _ALLOC_KEY:
+        return node.buffer, None
+    if key != _DECL_KEY:
+        return None
+    data = getattr(node, "data", None)
+    if getattr(getattr(data, "op", None), "name", None) == _BUFFER_DATA_OP and len(data.args) == 1:
+        return node.buffer, data.args[0]
+    return node.buffer, None
+
+
+def element_bytes(dtype: Any) -> int:
+    """Bytes of one element of ``dtype`` (a ``bool`` takes a byte, as TVM stores it)."""
+    parsed = tvm().runtime.DataType(str(dtype))
+    return max(int(parsed.bits), 8) * int(parsed.lanes) // 8
+
+
 def is_ir_node(obj: Any) -> bool:
     """True for a TVM object whose fields reflection can list (see :func:`node_fields`)."""
     return hasattr(type(obj), "__tvm_ffi_type_info__")

@@ -246,3 +246,65 @@ def shifted(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
 """
     found = find_out_of_bounds(_module(parse_script(source, kind="tir").value))
     assert [f.buffer for f in found] == ["A"] and found[0].high == "16"
+
+
+#: A view of the output's memory that declares more than the output holds: ``V[vi + I[0]]``
+#: passes the view's own shape (64) but leaves ``B``'s 16 floats when ``I[0]`` is 1 or more.
+OVERSIZED_VIEW = """
+@T.prim_func
+def spill(A: T.Buffer((16,), "float32"), I: T.Buffer((1,), "int32"), B: T.Buffer((4, 4), "float32")):
+    V = T.decl_buffer((64,), "float32", data=B.data)
+    for i in range(16):
+        with T.block("V"):
+            vi = T.axis.spatial(16, i)
+            V[vi + I[0]] = A[vi]
+"""
+
+#: Correct views: the second half of ``B`` read as its own buffer (``elem_offset``), ``B`` as a
+#: 4x4 matrix, and ``B``'s bytes as twice as many float16.
+FITTING_VIEWS = """
+@T.prim_func
+def views(A: T.Buffer((8,), "float32"), B: T.Buffer((16,), "float32")):
+    Hi = T.decl_buffer((8,), "float32", data=B.data, elem_offset=8)
+    M = T.decl_buffer((4, 4), "float32", data=B.data)
+    H = T.decl_buffer((32,), "float16", data=B.data)
+    for i in range(8):
+        with T.block("hi"):
+            vi = T.axis.spatial(8, i)
+            Hi[vi] = A[vi]
+    for i in range(2):
+        with T.block("lo"):
+            vi = T.axis.spatial(2, i)
+            M[0, vi] = T.float32(-1)
+    with T.block("bits"):
+        H[31] = H[31]
+"""
+
+
+def test_a_checked_build_checks_a_view_against_the_memory_it_views(shell):
+    shell.run_cell_magic("tir", "-q", OVERSIZED_VIEW)
+    with capture_output():
+        shell.run_line_magic("mlc_build", "spill --checked")
+    lib = shell.user_ns["spill_lib"]
+    a = np.arange(16, dtype="float32")
+    out = np.zeros((4, 4), "float32")
+    lib.spill(a, np.zeros(1, "int32"), out)
+    np.testing.assert_array_equal(out.ravel(), a)
+    guard = np.full((4, 4), -1.0, "float32")
+    with pytest.raises(OutOfBoundsError) as caught:
+        lib.spill(a, np.array([40], "int32"), guard)  # 40..55: inside V's 64, past B's 16
+    text = rendered(caught.value)
+    assert "spill: an index left its buffer at run time" in text
+    assert "view: spill: V is declared over B.data" in text and "B's 16 float32" in text
+    assert "fits in the buffer whose data it takes" in text
+    np.testing.assert_array_equal(guard, -1.0)
+
+
+def test_correct_views_of_a_buffer_build_and_run_checked(shell):
+    shell.run_cell_magic("tir", "-q", FITTING_VIEWS)
+    with capture_output():
+        shell.run_line_magic("mlc_build", "views --checked")
+    a = np.arange(8, dtype="float32") + 1
+    b = np.zeros(16, "float32")
+    shell.user_ns["views_lib"].views(a, b)
+    np.testing.assert_array_equal(b, [-1, -1, 0, 0, 0, 0, 0, 0, *a])
