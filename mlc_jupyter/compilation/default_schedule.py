@@ -6,7 +6,12 @@ about 80x slower than in PyTorch. A model build here runs TVM's own graph passes
 folded for inference, operators legalised and fused into kernels), then gives every kernel those
 passes made a schedule:
 
-* CPU: MetaSchedule's default design space for the kernel (its schedule rules: inlining,
+* CPU, matmul-like kernels (dense layers, attention's batch matmuls): the BLIS structure of
+  :mod:`.matmul_schedule` (a register micro-kernel, the weight packed into panels at build time)
+  with its tile chosen by rule.
+* CPU, convolutions, pooling, means: :mod:`.conv_schedule`'s direct convolution (Winograd for the
+  3x3 convolutions a build legalised so, :mod:`.winograd`).
+* CPU, the rest: MetaSchedule's default design space for the kernel (its schedule rules: inlining,
   multi-level tiling with a write cache, parallel / vector / unroll annotations), with each
   sampling decision chosen by a rule instead of at random (:func:`_tile`): the innermost loop of
   the last spatial axis fills a vector register, the axis before it is blocked in registers, outer
@@ -371,7 +376,11 @@ def _cpu_schedule(func: Any, target: Any) -> tuple[Any, Any] | None:
     task = ir_module_type()(
         {"main": func.with_attr("global_symbol", "main").with_attr(NOALIAS_ATTR, True)}
     )
-    window = _winograd_schedule(task, target) or _window_schedule(task, target)
+    window = (
+        _winograd_schedule(task, target)
+        or _window_schedule(task, target)
+        or _matmul_schedule(task, target)
+    )
     if window is not None:
         return window
     try:
@@ -447,6 +456,20 @@ def _window_schedule(task: Any, target: Any) -> tuple[Any, Any] | None:
     except Exception:  # noqa: BLE001 - a primitive refused: MetaSchedule's space schedules it
         return None
     return sch.mod["main"].with_attr(SCHEDULED, True), sch.trace
+
+
+def _matmul_schedule(task: Any, target: Any) -> tuple[Any, Any] | None:
+    """The BLIS structure of :mod:`.matmul_schedule` with its tile chosen by rule (``None`` for a
+    kernel that is not matmul-like)."""
+    from . import conv_schedule, matmul_schedule  # deferred: import TVM at import time
+
+    found = matmul_schedule.rule_schedule(
+        task,
+        lambda dtype: conv_schedule.vector_unit(target, dtype),
+        _cores(target),
+        LAYOUT_FREE_ATTR,
+    )
+    return None if found is None else (found[0].with_attr(SCHEDULED, True), found[1])
 
 
 def _dtype_bits(func: Any) -> int:

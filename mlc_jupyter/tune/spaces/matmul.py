@@ -1,295 +1,36 @@
 """A BLIS-like search space for matmul-like TensorIR kernels on CPUs.
 
-MetaSchedule's default CPU space tiles loops and caches the output, but never changes an operand's
-layout: a 1024^3 fp32 matmul walks ``B`` down its columns, 4 KiB apart, and the best kernels of
-that space stay near two thirds of the machine's peak. This space writes the structure of a
-GotoBLAS/BLIS kernel with TensorIR's own primitives and lets MetaSchedule search its sizes:
-
-* an ``mr x nr`` micro-kernel (``nr`` = a few vector registers wide) whose accumulators are a
-  ``local`` cache of the output (``cache_write``), unrolled over ``mr`` and the ``nr`` vectors and
-  vectorised over the lanes, so LLVM keeps the whole tile in registers and the inner loop is one
-  broadcast of ``A`` and one FMA per accumulator per ``k``; ``k`` is unrolled by a sampled factor;
-* ``B`` packed into panels one vector wide (``[j // lanes, k, j % lanes]``, ``cache_read`` +
-  ``transform_layout``), so the micro-kernel streams ``B`` contiguously instead of jumping a row
-  per ``k``; the panel width does not depend on sampled sizes, so mutations keep it valid;
-* cache blocking above the micro-kernel (``nc`` columns of ``B`` reused across ``mc`` rows of
-  ``A``) with sampled tiles, the outer tiles fused and run in parallel;
-* three variants, one design space each: ``B`` packed once for the whole kernel (its own parallel
-  loop), packed per column panel inside the parallel loop, or not packed (small matrices). A
-  ``B`` that is a model's weight (``layout_free_buffers``) gets the unpacked variant only:
-  MetaSchedule's ``RewriteLayout`` lays it out in the order the loops read it, the same panels,
-  once at build time instead of at every call.
-
-``mr`` and the number of vectors in ``nr`` are sampled from shapes that divide the matrix
-(``sample_categorical``), the cache tiles and the ``k`` unroll with ``sample_perfect_tile``; the
+The structure (an ``mr x nr`` register micro-kernel, ``B`` in panels one vector wide, cache
+blocking above it, three variants of where ``B`` is packed) is ``compilation/matmul_schedule.py``'s,
+which a default build replays with its decisions chosen by rule; here MetaSchedule samples them:
+``mr`` and the number of vectors in ``nr`` among shapes that divide the matrix
+(``sample_categorical``), the cache tiles and the ``k`` unroll with ``sample_perfect_tile``. The
 postprocessor both CPU spaces share (:mod:`.register_fit`) rejects micro-kernels with more
-accumulators than the vector registers hold.
-Elementwise epilogues (ReLU, bias) are inlined into the write-back of the accumulators, and
-elementwise producers into the contraction. A workload is *matmul-like* when one reduction block is
-a contraction ``C[b, i, j] += A[b, i, k] * B[b, k, j]`` (any axis order, ``A``/``B`` may drop the batch
-axes) and the space applies to it without error; everything else keeps MetaSchedule's default space.
+accumulators than the vector registers hold. A workload is *matmul-like* when the structure
+applies to it without error; everything else keeps MetaSchedule's default space.
 
 This module imports TVM at import time; import it lazily.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from ...compilation.conv_schedule import VectorUnit, vector_unit
 from ...compilation.default_schedule import LAYOUT_FREE_ATTR
-from ...tvm_compat import (
-    Schedule,
-    buffer_load,
-    get_block,
-    metaschedule,
-    param_buffers,
-    region_buffer,
-    tir,
-    var_dtype,
+from ...compilation.matmul_schedule import (
+    SPARE_REGISTERS,
+    VARIANTS,
+    NotMatmul,
+    contraction,
+    matmul_roles,
+    micro_kernel_fits,
+    schedule_matmul,
+    weight_b,
 )
+from ...tvm_compat import Schedule, metaschedule
 from .register_fit import TileFitsRegisters
-
-#: Design-space variants, in the order the space generator returns them.
-VARIANTS = ("pack-once", "pack-panel", "no-pack")
-#: Rows of the micro-kernel, tried in this order among those that divide the rows.
-MICRO_ROWS = (4, 6, 8)
-#: Vector registers across the micro-kernel's columns.
-MICRO_VECTORS = (2, 3, 4)
-#: Registers the micro-kernel leaves free for the B vectors and the A broadcast.
-SPARE_REGISTERS = 4
-
-
-class NotMatmul(Exception):  # noqa: N818 - a verdict, not an error
-    """The workload is not one this space schedules."""
-
-
-@dataclass
-class _Roles:
-    """The contraction's loops by role, and where ``B``'s axes are."""
-
-    block: Any
-    batch: list[Any]
-    rows: list[Any]  # spatial loops of A and C only (fused into one)
-    col: Any
-    red: Any
-    b_index: int  # read index of B in the block
-    b_axes: tuple[int, ...]  # for each axis of B: -1 batch, 1 col, 2 red
-    dtype: str
-    index_dtype: str
-    extents: tuple[int, int, int]  # rows (fused), cols, reduction
-
-
-def _load(expr: Any) -> tuple[Any, list[Any]] | None:
-    """``(buffer, indices)`` of the buffer load under casts, or None."""
-    _tir = tir()
-    while isinstance(expr, _tir.Cast):
-        expr = expr.value
-    return buffer_load(expr)
-
-
-def _contraction(sch: Any) -> Any:
-    """The single reduction block of the function (raises :class:`NotMatmul` otherwise)."""
-    _tir = tir()
-    reductions = []
-    for block in sch.get_child_blocks(get_block(sch, "root")):
-        kinds = {int(iv.iter_type) for iv in sch.get(block).iter_vars}
-        if _tir.IterVar.CommReduce in kinds:
-            reductions.append(block)
-    if len(reductions) != 1:
-        raise NotMatmul(f"{len(reductions)} reduction blocks")
-    return reductions[0]
-
-
-def _roles(sch: Any, block: Any) -> _Roles:
-    """Classify the contraction's loops; raise :class:`NotMatmul` if it is not ``C += A * B``."""
-    _tir = tir()
-    stmt = sch.get(block)
-    body = stmt.body
-    if not isinstance(body, _tir.BufferStore) or not isinstance(body.value, _tir.Add):
-        raise NotMatmul("the update is not an accumulation")
-    acc, product = body.value.a, body.value.b
-    acc_load = _load(acc)
-    if acc_load is None or not acc_load[0].same_as(body.buffer):
-        acc, product = product, acc
-    if not isinstance(product, _tir.Mul):
-        raise NotMatmul("the accumulated value is not a product")
-    a, b = _load(product.a), _load(product.b)
-    if a is None or b is None or not str(body.buffer.dtype).startswith("float"):
-        raise NotMatmul("not a floating-point product of two buffers")
-    iters = {iv.var: iv for iv in stmt.iter_vars}
-
-    def axes(indices: list[Any]) -> list[Any]:
-        if not all(isinstance(i, _tir.Var) and i in iters for i in indices):
-            raise NotMatmul("an operand is indexed by an expression")
-        return list(indices)
-
-    a_vars, b_vars, c_vars = axes(a[1]), axes(b[1]), axes(list(body.indices))
-    reduce_vars = [v for v in iters if int(iters[v].iter_type) == _tir.IterVar.CommReduce]
-    if len(reduce_vars) != 1 or reduce_vars[0] not in a_vars or reduce_vars[0] not in b_vars:
-        raise NotMatmul("not one reduction axis shared by both operands")
-    red = reduce_vars[0]
-    col_vars = [v for v in c_vars if v in b_vars and v not in a_vars]
-    row_vars = [v for v in c_vars if v in a_vars and v not in b_vars]
-    batch_vars = [v for v in c_vars if v in a_vars and v in b_vars]
-    if len(col_vars) != 1 or not row_vars:
-        raise NotMatmul("no single column axis and row axes")
-    if not c_vars[-1].same_as(col_vars[0]):
-        raise NotMatmul("the output's last axis is not the column axis")
-    loops = sch.get_loops(block)
-    realize = sch.get(loops[-1]).body if loops else None
-    if not hasattr(realize, "iter_values") or len(loops) != len(iters):
-        raise NotMatmul("the block is not directly under its own loops")
-    loop_of = {}
-    for iv, value in zip(stmt.iter_vars, realize.iter_values, strict=True):
-        match = [lp for lp in loops if sch.get(lp).loop_var.same_as(value)]
-        if len(match) != 1:
-            raise NotMatmul("a block iterator is not bound to one loop")
-        loop_of[iv.var] = match[0]
-    allocated = list(sch.get(get_block(sch, "root")).alloc_buffers)
-    params = param_buffers(sch.mod["main"])
-    if not any(body.buffer.same_as(buf) for buf in allocated + params):
-        # A statement-level allocation (the course's T.alloc_buffer as TVM 0.27 parses it):
-        # cache_write then defines its cache twice.
-        raise NotMatmul("the output is neither a parameter nor allocated by the root block")
-    reads = [region_buffer(r) for r in stmt.reads]
-    b_index = next((n for n, buf in enumerate(reads) if buf.same_as(b[0])), -1)
-    if b_index < 0 or a[0].same_as(b[0]):
-        raise NotMatmul("the operands are not two distinct buffers")
-    role = {red: 2, col_vars[0]: 1}
-    dom = {v: int(iters[v].dom.extent) for v in iters}
-    rows = 1
-    for v in row_vars:
-        rows *= dom[v]
-    return _Roles(
-        block=block,
-        batch=[loop_of[v] for v in batch_vars],
-        rows=[loop_of[v] for v in row_vars],
-        col=loop_of[col_vars[0]],
-        red=loop_of[red],
-        b_index=b_index,
-        b_axes=tuple(role.get(v, -1) for v in b_vars),
-        dtype=str(body.buffer.dtype),
-        index_dtype=var_dtype(red),
-        extents=(rows, dom[col_vars[0]], dom[red]),
-    )
-
-
-def _inline_producers(sch: Any, block: Any) -> None:
-    """Inline elementwise producers of the operands (a transpose, a cast) into the contraction."""
-    for producer in sch.get_producers(block):
-        _inline_producers(sch, producer)
-        try:
-            sch.compute_inline(producer)
-        except Exception as err:  # noqa: BLE001 - TVM's ScheduleError
-            raise NotMatmul(f"a producer cannot be inlined: {type(err).__name__}") from None
-
-
-def _micro_choices(rows: int, vectors: int, unit: VectorUnit) -> tuple[list[int], list[int]]:
-    """The micro-kernel rows and column vectors to sample from: those that divide the tile."""
-    mr = [m for m in MICRO_ROWS if rows % m == 0]
-    nv = [v for v in MICRO_VECTORS if vectors % v == 0]
-    if not mr:
-        mr = [max(d for d in range(1, 9) if rows % d == 0)]
-    if not nv:
-        nv = [max(d for d in range(1, 5) if vectors % d == 0)]
-    if not micro_kernel_fits(min(mr), min(nv), unit.registers - SPARE_REGISTERS):
-        raise NotMatmul("no micro-kernel fits the vector registers")
-    return mr, nv
-
-
-def _categorical(sch: Any, choices: list[int]) -> Any:
-    return sch.sample_categorical(choices, [1.0 / len(choices)] * len(choices))
-
-
-def _pack_b(sch: Any, roles: _Roles, lanes: int, at: Any) -> None:
-    """Copy B into panels one vector wide: ``[batch..., j // lanes, k, j % lanes]``."""
-    _tir = tir()
-    packed = sch.cache_read(roles.block, roles.b_index, "global")
-    axes = roles.b_axes
-
-    def panel(*idx: Any) -> list[Any]:
-        batch = [i for i, role in zip(idx, axes, strict=True) if role == -1]
-        j = idx[axes.index(1)]
-        k = idx[axes.index(2)]
-        return [*batch, j // lanes, k, j % lanes]
-
-    index_map = _tir.IndexMap.from_func(panel, ndim=len(axes), index_dtype=roles.index_dtype)
-    sch.transform_layout(roles.block, ("read", roles.b_index), index_map)
-    if at is not None:
-        sch.compute_at(packed, at, preserve_unit_loops=True)  # one loop per axis of B
-    own = sch.get_loops(packed)[-len(axes) :]
-    col = own[axes.index(1)]
-    sch.reorder(*[lp for lp in own if not sch.get(lp).same_as(sch.get(col))], col)
-    _, lane = sch.split(col, [None, lanes])
-    sch.vectorize(lane)
-    if at is None:
-        sch.parallel(sch.get_loops(packed)[0])
-
-
-def _epilogue_per_tile(sch: Any, block: Any, ir: Any, lanes: int) -> None:
-    """An elementwise epilogue that cannot be inlined runs right after each output tile."""
-    if any(int(iv.iter_type) != 0 for iv in sch.get(block).iter_vars):
-        raise NotMatmul("an epilogue is not elementwise")
-    try:
-        sch.reverse_compute_at(block, ir)
-    except Exception as err:  # noqa: BLE001 - TVM's ScheduleError
-        raise NotMatmul(f"an epilogue cannot follow the tiles: {err}") from None
-    _, lane = sch.split(sch.get_loops(block)[-1], [None, lanes])
-    sch.vectorize(lane)
-
-
-def schedule_matmul(sch: Any, variant: str, unit: VectorUnit) -> None:
-    """Apply the BLIS-like structure (one design space, sizes sampled) to ``sch`` in place."""
-    block = _contraction(sch)
-    _inline_producers(sch, block)
-    roles = _roles(sch, block)
-    rows, cols, _ = roles.extents
-    lanes = unit.lanes
-    if cols % lanes or rows < 4:
-        raise NotMatmul("columns not a multiple of the vector lanes, or fewer than 4 rows")
-    mr_choices, nv_choices = _micro_choices(rows, cols // lanes, unit)
-    loops = [*roles.batch, *roles.rows, roles.col, roles.red]
-    sch.reorder(*loops)
-    row = sch.fuse(*roles.rows) if len(roles.rows) > 1 else roles.rows[0]
-    mr = _categorical(sch, mr_choices)
-    nv = _categorical(sch, nv_choices)
-    row_outer, im = sch.split(row, [None, mr])
-    ic, ir = sch.split(row_outer, sch.sample_perfect_tile(row_outer, n=2))
-    col_vec, jl = sch.split(roles.col, [None, lanes])
-    col_outer, jv = sch.split(col_vec, [None, nv])
-    jc, jr = sch.split(col_outer, sch.sample_perfect_tile(col_outer, n=2))
-    k0, ku = sch.split(roles.red, sch.sample_perfect_tile(roles.red, n=2, max_innermost_factor=8))
-    sch.reorder(*roles.batch, jc, ic, jr, ir, k0, ku, im, jv, jl)
-    if variant == "pack-panel":
-        outer = sch.fuse(*roles.batch, jc) if roles.batch else jc
-    else:
-        outer = sch.fuse(*roles.batch, jc, ic)
-    sch.parallel(outer)
-    write = sch.cache_write(block, 0, "local")
-    kept = []
-    for consumer in sch.get_consumers(write):
-        try:
-            sch.reverse_compute_inline(consumer)
-        except Exception:  # noqa: BLE001 - TVM's ScheduleError: computed per tile instead
-            kept.append(consumer)
-    sch.reverse_compute_at(write, ir)
-    for consumer in kept:
-        _epilogue_per_tile(sch, consumer, ir, lanes)
-    if variant != "no-pack":
-        _pack_b(sch, roles, lanes, outer if variant == "pack-panel" else None)
-    sch.unroll(ku)
-    sch.unroll(im)
-    sch.unroll(jv)
-    sch.vectorize(jl)
-    init = sch.decompose_reduction(block, k0)
-    init_loops = sch.get_loops(init)
-    sch.vectorize(init_loops[-1])
-    write_loops = sch.get_loops(write)
-    _, lane = sch.split(write_loops[-1], [None, lanes])
-    sch.vectorize(lane)
 
 
 def design_spaces(unit: VectorUnit) -> Any:
@@ -307,26 +48,16 @@ def design_spaces(unit: VectorUnit) -> Any:
 
 
 def _weight_b(sch: Any) -> bool:
-    """Whether ``B`` is a weight the build lays out itself: a buffer ``layout_free_buffers``
-    lists, which MetaSchedule's ``RewriteLayout`` rewrites into the order the loops read it (the
-    panels the packed variants copy it into), once, at build time. Packing it in the kernel too
-    would transform it twice, which ``RewriteLayout`` refuses."""
-    func = sch.mod["main"]
-    if LAYOUT_FREE_ATTR not in (func.attrs or {}):
-        return False
-    probe = sch.copy()
-    block = _contraction(probe)
-    _inline_producers(probe, block)
-    b = region_buffer(probe.get(block).reads[_roles(probe, block).b_index])
-    return any(func.params[int(i)].same_as(b) for i in func.attrs[LAYOUT_FREE_ATTR])
+    """Whether ``B`` is a weight the build packs (:func:`.matmul_schedule.weight_b`)."""
+    return weight_b(sch, LAYOUT_FREE_ATTR)
 
 
 def is_matmul_like(mod: Any, target: Any) -> bool:
     """Whether :func:`design_spaces` schedules ``mod`` (its one PrimFunc ``main``) for ``target``."""
     try:
         sch = Schedule(mod)
-        block = _contraction(sch)
-        dtype = _roles(sch, block).dtype
+        block = contraction(sch)
+        dtype = matmul_roles(sch, block).dtype
         for variant in VARIANTS:
             schedule_matmul(Schedule(mod), variant, vector_unit(target, dtype))
     except NotMatmul:
@@ -336,17 +67,12 @@ def is_matmul_like(mod: Any, target: Any) -> bool:
     return True
 
 
-def micro_kernel_fits(rows: int, vectors: int, budget: int) -> bool:
-    """Whether a micro-kernel of ``rows x vectors`` accumulators fits ``budget`` registers."""
-    return rows * vectors <= budget
-
-
 def space_generator(mod: Any, target: Any) -> Any:
     """MetaSchedule's ``ScheduleFn`` over :func:`design_spaces`, with the default CPU
     postprocessors and mutators plus the register check."""
     ms = metaschedule()
     sch = Schedule(mod)
-    unit = vector_unit(target, _roles(sch, _contraction(sch)).dtype)
+    unit = vector_unit(target, matmul_roles(sch, contraction(sch)).dtype)
     postprocs = [
         *ms.postproc.Postproc.create("llvm"),
         TileFitsRegisters(partial(micro_kernel_fits, budget=unit.registers - SPARE_REGISTERS)),

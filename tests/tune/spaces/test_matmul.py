@@ -7,15 +7,10 @@ from functools import partial
 import numpy as np
 import pytest
 
+from mlc_jupyter.compilation.conv_schedule import vector_unit
+from mlc_jupyter.compilation.matmul_schedule import VARIANTS, micro_kernel_fits, schedule_matmul
 from mlc_jupyter.tune.options import tuning_target
-from mlc_jupyter.tune.spaces.matmul import (
-    VARIANTS,
-    is_matmul_like,
-    micro_kernel_fits,
-    schedule_matmul,
-    space_generator,
-    vector_unit,
-)
+from mlc_jupyter.tune.spaces.matmul import is_matmul_like, space_generator
 from mlc_jupyter.tune.spaces.register_fit import TileFitsRegisters, sampled_tile
 from mlc_jupyter.tvm_compat import Schedule, tvm
 

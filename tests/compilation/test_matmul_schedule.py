@@ -1,0 +1,77 @@
+"""The default schedule of matmul-like kernels: the register tile its rule picks for a CPU, and a
+transformer encoder layer built with it (every matmul on the micro-kernel, weights packed at build
+time, outputs PyTorch's)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from model_support import torch_seed
+
+from mlc_jupyter.compilation import build_module
+from mlc_jupyter.compilation.conv_schedule import VectorUnit, fits_registers
+from mlc_jupyter.compilation.default_schedule import PACKED_SUFFIX
+from mlc_jupyter.compilation.matmul_schedule import JOBS_PER_CORE, rule_tile
+from mlc_jupyter.models import import_model
+from mlc_jupyter.tvm_compat import prim_func_type
+
+AVX2 = VectorUnit(lanes=8, registers=16)
+AVX512 = VectorUnit(lanes=16, registers=32)
+
+
+def test_avx2_gets_a_tile_two_vectors_wide_that_leaves_registers_spare():
+    """Rows x one vector (eight broadcasts of A per load of B) ran at half the speed of 4 x 2
+    on Zen 3, and 4 x 3 or 6 x 2 leave LLVM no spare register."""
+    tile = rule_tile((128, 2048, 256), 1, AVX2, cores=2)
+    assert (tile.rows, tile.vectors) == (4, 2)
+    assert fits_registers(tile.rows, tile.vectors, AVX2.registers)
+    assert not fits_registers(4, 3, AVX2.registers) and not fits_registers(6, 2, AVX2.registers)
+
+
+def test_avx512_gets_a_larger_tile_from_its_32_registers():
+    tile = rule_tile((128, 256, 256), 1, AVX512, cores=2)
+    assert tile.rows * tile.vectors > 8
+    assert fits_registers(tile.rows, tile.vectors, AVX512.registers)
+
+
+def test_the_tiles_cover_the_matrix_and_the_parallel_jobs_come_from_columns_first():
+    rows, cols, k = 128, 768, 256
+    tile = rule_tile((rows, cols, k), 1, AVX2, cores=2)
+    assert tile.rows * tile.row_tiles[0] * tile.row_tiles[1] == rows
+    assert tile.vectors * AVX2.lanes * tile.col_tiles[0] * tile.col_tiles[1] == cols
+    assert tile.k_tiles[0] * tile.k_tiles[1] == k
+    assert tile.col_tiles[0] >= JOBS_PER_CORE * 2 and tile.row_tiles[0] == 1
+    batched = rule_tile((128, 64, 128), 8, AVX2, cores=2)  # attention's heads are the jobs
+    assert batched.col_tiles[0] == 1 and batched.row_tiles[0] == 1
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    torch_seed()
+    model = torch.nn.TransformerEncoderLayer(64, 2, 128, batch_first=True).eval()
+    x = torch.randn(1, 16, 64, generator=torch.Generator().manual_seed(1))
+    return model, x, build_module(import_model(model, x), persist=False)
+
+
+def test_an_encoder_layer_s_matmuls_run_on_the_micro_kernel_with_packed_weights(encoder):
+    kernels = {
+        gv.name_hint: f
+        for gv, f in encoder[2].mod.functions_items()
+        if isinstance(f, prim_func_type())
+    }
+    matmuls = {n: f for n, f in kernels.items() if "matmul" in n}
+    assert len(matmuls) >= 6  # in-projection, two attention products, out-projection, two dense
+    for name, func in matmuls.items():
+        text = func.script()
+        assert '"local"' in text, f"{name} has no register accumulators"
+        assert "T.parallel" in text and "T.vectorized" in text
+    weighted = [n for n in matmuls if n.endswith(PACKED_SUFFIX)]
+    assert len(weighted) >= 4  # the dense layers read their weights packed at build time
+
+
+def test_an_encoder_layer_built_by_default_gives_pytorch_s_outputs(encoder):
+    model, x, built = encoder
+    with torch.no_grad():
+        expected = model(x).numpy()
+    np.testing.assert_allclose(built(x.numpy()), expected, rtol=1e-4, atol=1e-5)
