@@ -63,11 +63,6 @@ _CACHE_NOTE = (
     "in a cache between calls); its % is of the memory roof"
 )
 
-_DISTURBED_NOTE = (
-    "warning: the kernels took longer than the whole model: the machine was busy during the "
-    "profile, so their times read high and their rates low (rerun when it is quiet)"
-)
-
 
 def _profile_table(profile: KernelProfile) -> tuple[list[str], list[list[str]]]:
     """The head and cells of the profile's table, without a column empty in every row."""
@@ -85,7 +80,10 @@ def _profile_table(profile: KernelProfile) -> tuple[list[str], list[list[str]]]:
 
 def _profile_head_lines(profile: KernelProfile) -> list[str]:
     """The title and the roof the kernels are measured against (or why there is none)."""
-    title = f"where the time of {profile.name} goes (median of {profile.runs} runs)"
+    title = (
+        f"where the time of {profile.name} goes (each kernel call timed alone, median of "
+        f"{profile.runs} runs)"
+    )
     if profile.ridge is None or not profile.peak_gflops or not profile.bandwidth_gbs:
         return [title, profile.no_roof or "no roof: this machine's limits are unknown"]
     return [
@@ -100,10 +98,10 @@ def _profile_foot_lines(profile: KernelProfile, bounds: list[str]) -> list[str]:
     total = format_time(profile.total_s) if profile.total_s else "-"
     lines = [
         f"sum of kernels {format_time(profile.kernel_s)}; whole model {total} per call "
-        "(timed without the profiler)"
+        "(timed as a whole)"
     ]
     if profile.disturbed:
-        lines.append(_DISTURBED_NOTE)
+        lines.append(f"warning: {profile.excess_reason}")
     return lines + ([_CACHE_NOTE] if "cache" in bounds else [])
 
 

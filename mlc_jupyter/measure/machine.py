@@ -301,7 +301,7 @@ def _measure() -> MachineLimits:
     cores = os.cpu_count() or 1
     counts = core_counts(cores)
     kernels, widths = _kernels(cores)
-    others = _others_cpu_seconds()
+    others = others_cpu_seconds()
     peaks: dict[int, dict[int, float]] = {c: {} for c in counts}
     for bits in widths:
         fma = kernels[f"fma_{bits}"]
@@ -337,7 +337,7 @@ def _fma_operands(lanes: int) -> Any:
     return np.array([[1.0 + 1e-7] * lanes, [1e-7] * lanes], dtype="float32")
 
 
-def _others_cpu_seconds() -> Any:
+def others_cpu_seconds() -> Any:
     """A function that returns the CPU seconds other processes used since this call.
 
     Read from ``/proc/stat`` minus this process's own CPU time; ``None`` where that file is missing.

@@ -1,9 +1,10 @@
 """Where a Relax model's time goes: each kernel's time per model call, from the VM itself.
 
 TVM 0.27's Relax VM has no profiler of its own any more, but it calls an *instrument* before and
-after every instruction. Timing each call of a kernel between the two gives its share of the
-model. The instrument is Python, so each call costs a microsecond or two more than it would;
-the model's latency is measured separately, without it.
+after every instruction. One run under it records which kernel is called with which arguments;
+each call is then timed on its own arguments by TVM's timer, as the old graph debug executor
+timed each operator, with the weights flushed from the caches first, as MetaSchedule's CPU
+runner does. The model's latency is timed separately, as a whole.
 
 Each kernel is also put on this machine's roofline, as Intel Advisor or Nsight Compute's "speed
 of light" do: its bytes moved (at least its arguments, read or written once), its arithmetic
@@ -15,31 +16,33 @@ layer that streams its weights at the memory bandwidth is at its roof, not at "2
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..compilation import device_for, is_cpu, is_cuda, target_kind
+from ..compilation import device_for, is_cpu, is_cuda, target_kind, wait_for_saved_builds
 from ..compilation.cached_build import Built
 from ..compilation.call import prepare, relax_vm, to_device
 from ..compilation.default_schedule import PACKED_SUFFIX
 from ..errors import TimingError
-from ..tvm_compat import prim_func_type
+from ..tvm_compat import kernel_library, kernel_timer, tensor_type
 from .gpu_limits import device_limits
-from .machine import MachineLimits, kernel_cores
+from .machine import QUIET_SHARE, MachineLimits, kernel_cores, others_cpu_seconds
 from .reference import is_torch_module
-from .timer import argument_bytes, argument_dtypes, as_built, estimate_flops, model_inputs
+from .timer import (
+    argument_bytes,
+    argument_dtypes,
+    as_built,
+    estimate_flops,
+    let_threads_settle,
+    model_inputs,
+)
 
-#: About how long the instrumented runs of a profile take, at least one run (a slow model gets
-#: fewer runs than asked for).
+#: About how long a profile's samples take, at least one per kernel call (a slow model gets
+#: fewer samples than asked for).
 PROFILE_BUDGET_S = 2.0
-#: The VM's own instructions (allocations, shape checks ...); every other call is a kernel.
-VM_PREFIX = "vm."
-#: About what the Python instrument adds to each kernel call it times.
-INSTRUMENT_S = 2e-6
-#: How much longer than the uninstrumented model the kernels may take before the profile is
-#: called disturbed (the runs of a quiet machine vary by less).
+#: How much longer than the whole model the kernels may take before the profile says their
+#: rows do not add up (the samples of a quiet machine vary by less).
 DISTURBED_EXCESS = 0.15
 
 
@@ -93,6 +96,9 @@ class KernelProfile:
     no_roof: str = ""
     #: whether the limits were measured on a quiet machine (if not, they may read low)
     limits_quiet: bool = True
+    #: the share of one core other processes used while the kernels were timed (``None``:
+    #: unknown, no ``/proc/stat``)
+    others_share: float | None = None
 
     @property
     def kernel_s(self) -> float:
@@ -100,12 +106,40 @@ class KernelProfile:
 
     @property
     def disturbed(self) -> bool:
-        """Whether the kernels alone took clearly longer than the whole model timed without the
-        profiler: the machine was busy during the profile, so the kernels' rates read low."""
+        """Whether the kernels alone took clearly longer than the whole model: their rows do not
+        add up to the model's time (:attr:`excess_reason` says why)."""
         if not self.total_s:
             return False
-        instrument_s = INSTRUMENT_S * sum(k.calls for k in self.kernels)
-        return self.kernel_s > self.total_s * (1 + DISTURBED_EXCESS) + instrument_s
+        return self.kernel_s > self.total_s * (1 + DISTURBED_EXCESS)
+
+    @property
+    def busy(self) -> bool:
+        """Whether other processes used the CPU while the kernels were timed."""
+        return self.others_share is not None and self.others_share >= QUIET_SHARE
+
+    @property
+    def excess_reason(self) -> str:
+        """Why the kernels took longer than the whole model, as measured (empty when they
+        did not)."""
+        if not self.disturbed or not self.total_s:
+            return ""
+        excess = f"the kernels took {self.kernel_s / self.total_s:.1f}x the whole model"
+        if self.busy:
+            return (
+                f"{excess}: other processes used {self.others_share:.0%} of a core while they "
+                "were timed, so their times read high and their rates low (rerun when the "
+                "machine is quiet)"
+            )
+        quiet = (
+            "the machine was quiet meanwhile"
+            if self.others_share is not None
+            else "other processes' use of the CPU is unknown here"
+        )
+        return (
+            f"{excess}, and {quiet}: each kernel is timed alone with its weights flushed from "
+            "the caches, and inside the model they were still cached from the previous call "
+            "(the rows rank the kernels; their sum is an upper bound)"
+        )
 
     def share(self, kernel: KernelTime) -> float:
         """The kernel's part of the time of all kernels and VM instructions together."""
@@ -149,13 +183,19 @@ def profile_kernels(
     name: str = "",
     seed: int = 0,
 ) -> KernelProfile:
-    """Time every kernel call of a Relax build's ``main`` over up to ``runs`` runs (after a
-    warm-up; fewer when they would take more than ``PROFILE_BUDGET_S``). Each kernel's time is
-    its median over the runs, so one run slowed by another process does not move it (the
-    shares whole-model tuning splits its budget by come from here).
+    """Each kernel's time per model call, over up to ``runs`` samples (fewer when they would take
+    more than ``PROFILE_BUDGET_S``).
 
-    Kernels are the module's PrimFuncs; the VM's own work (allocations, shape checks,
-    reshapes) is the model's uninstrumented latency minus the kernels' time.
+    One run of the model under the VM's instrument records each kernel call and its arguments;
+    each call is then timed on those arguments by TVM's own timer, the weights flushed from the
+    CPU caches first, as they arrive once per model call (the median of its samples). Timing the
+    calls inside the model from the Python instrument made every kernel wait for Python: for
+    the GIL, which any other Python thread of the process (a kernel's I/O, a background job) may
+    hold for its whole switch interval, and for foreign thread pools still spinning after a
+    PyTorch or NumPy reference. A small kernel's row then read ten times its real time.
+
+    Kernels are the build's compiled functions; the VM's own work (allocations, shape checks,
+    reshapes) is the model's latency, timed as a whole, minus the kernels' time.
     """
     built: Built = as_built(mod_or_built, target)
     if not built.relax:
@@ -163,56 +203,55 @@ def profile_kernels(
             "a per-kernel profile needs a Relax model (a TensorIR module is one kernel)",
             hint="%mlc_time times TensorIR functions on their own",
         )
+    wait_for_saved_builds()  # a new build's background writer would share the cores
     sig = prepare(built, None)
     inputs = model_inputs(built, sig, args, seed)
     tensors, _ = to_device(built, sig, tuple(inputs))
+    library = kernel_library(built.executable)
     vm = relax_vm(built)
     main = vm[sig.name]
-    known = {
-        gv.name_hint.removesuffix(PACKED_SUFFIX)
-        for gv, f in built.mod.functions_items()
-        if _is_prim(f)
-    }
-    per_run: list[dict[str, float]] = []  # each run's seconds in each kernel
-    calls: dict[str, int] = {}
-    started: list[float] = []
-
-    def instrument(func: Any, symbol: str, before: bool, ret: Any, *call_args: Any) -> int:
-        if before:
-            started.append(time.perf_counter())
-        else:
-            symbol = str(symbol).removesuffix(PACKED_SUFFIX)
-            seconds = per_run[-1]
-            seconds[symbol] = seconds.get(symbol, 0.0) + time.perf_counter() - started.pop()
-            calls[symbol] = calls.get(symbol, 0) + 1
-        return 0
-
     start = time.perf_counter()
     main(*tensors)  # warm-up: first calls allocate and load
     once = time.perf_counter() - start
+    recorded: list[tuple[str, tuple[Any, ...]]] = []  # each kernel call and its arguments
+
+    def record(func: Any, symbol: str, before: bool, ret: Any, *call_args: Any) -> int:
+        symbol = str(symbol)
+        if before and library.implements_function(symbol):
+            recorded.append((symbol, call_args))
+        return 0
+
+    vm.set_instrument(record)
+    main(*tensors)
     runs = max(1, min(runs, math.ceil(PROFILE_BUDGET_S / max(once, 1e-9))))
-    vm.set_instrument(instrument)
-    for _ in range(runs):
-        per_run.append({})
-        main(*tensors)
     device = device_for(built.target)
+    let_threads_settle()  # a PyTorch or NumPy reference timed just before leaves spinning threads
+    others = others_cpu_seconds()
+    clock = time.perf_counter()
+    seconds: dict[str, float] = {}
+    calls: dict[str, int] = {}
+    for symbol, call_args in recorded:
+        # the cache flush reads every argument but the first as a tensor (not a scalar)
+        cold = is_cpu(built.target) and all(isinstance(a, tensor_type()) for a in call_args)
+        timer = kernel_timer(library, symbol, device, runs, cold=cold)
+        kernel = symbol.removesuffix(PACKED_SUFFIX)
+        seconds[kernel] = seconds.get(kernel, 0.0) + float(timer(*call_args).median)
+        calls[kernel] = calls.get(kernel, 0) + 1
     repeat = 3 if once * 3 < PROFILE_BUDGET_S else 1
-    timer = relax_vm(built).time_evaluator(sig.name, device, number=1, repeat=repeat)
-    total = timer(*tensors)
+    total = relax_vm(built).time_evaluator(sig.name, device, number=1, repeat=repeat)(*tensors)
+    busy = others()
+    elapsed = time.perf_counter() - clock
     rows = [
         KernelTime(
-            symbol,
-            calls[symbol] // runs,
-            statistics.median(run.get(symbol, 0.0) for run in per_run),
-            _flops(built, symbol, calls[symbol] // runs),
-            _bytes(built, symbol, calls[symbol] // runs),
+            kernel,
+            count,
+            seconds[kernel],
+            _flops(built, kernel, count),
+            _bytes(built, kernel, count),
         )
-        for symbol in calls
-        if symbol in known or not symbol.startswith(VM_PREFIX)
+        for kernel, count in calls.items()
     ]
     rows.sort(key=lambda k: -k.seconds)
-    # What the VM does between kernels, as the uninstrumented latency shows it (the
-    # instrument's own cost would dominate it for a small model).
     overhead = max(0.0, float(total.median) - sum(k.seconds for k in rows))
     limits, no_roof = _limits(built)
     cores = 0 if limits is not None and limits.is_gpu else kernel_cores(built.target)
@@ -227,6 +266,7 @@ def profile_kernels(
         cores=cores,
         no_roof=no_roof,
         limits_quiet=limits.quiet if limits else True,
+        others_share=busy / elapsed if busy is not None and elapsed > 0 else None,
     )
 
 
@@ -248,10 +288,6 @@ def _limits(built: Built) -> tuple[MachineLimits | None, str]:
     if any(d != "float32" for d in floats):
         return None, f"no roof: the peak is an fp32 figure and the kernels use {', '.join(floats)}"
     return None, "no roof: this machine's limits could not be measured (try %mlc_machine)"
-
-
-def _is_prim(func: Any) -> bool:
-    return isinstance(func, prim_func_type())
 
 
 def _function(built: Built, kernel: str) -> str | None:

@@ -28,6 +28,22 @@ def config_thread_pool(cores: int) -> None:
     tvm().get_global_func("runtime.config_threadpool")(0, cores)
 
 
+def kernel_library(executable: Any) -> Any:
+    """The compiled kernels of a Relax build (``executable.mod.imports[0]``; ``imported_modules``
+    before 0.27): the module that implements each kernel the VM calls, by its symbol."""
+    vm_module = getattr(executable, "mod", executable)
+    return vm_module.imports[0] if vm_module.imports else vm_module
+
+
+def kernel_timer(library: Any, symbol: str, device: Any, repeat: int, cold: bool) -> Any:
+    """TVM's own timer (C++, no Python between calls) over one kernel of ``library``: ``repeat``
+    samples of one call each; ``cold`` flushes the CPU caches of every argument but the first
+    before each sample (``cache_flush_cpu_non_first_arg``, MetaSchedule's CPU runner's choice:
+    the weights come from memory, as they do once per model call)."""
+    preproc = "cache_flush_cpu_non_first_arg" if cold else ""
+    return library.time_evaluator(symbol, device, number=1, repeat=repeat, f_preproc=preproc)
+
+
 def executable_type() -> type:
     """The class ``tvm.compile`` / ``relax.build`` return (``relax.VirtualMachine`` takes it)."""
     return tvm().runtime.Executable

@@ -3,9 +3,13 @@ share of the roof over it (relations between the figures, never a timed assert).
 
 from __future__ import annotations
 
+import ctypes
+import threading
+
 import pytest
 
-from mlc_jupyter.measure.profile import KernelProfile, KernelTime
+from mlc_jupyter.compilation.model_costs import kernel_calls
+from mlc_jupyter.measure.profile import KernelProfile, KernelTime, profile_kernels
 
 
 @pytest.fixture
@@ -50,3 +54,58 @@ def test_without_the_machine_limits_no_kernel_gets_a_bound():
     k = KernelTime("k", 1, 1e-3, flops=1e6, bytes=1e6)
     profile = KernelProfile("m", (k,), 0.0, 1e-3, 1, no_roof="no roof: not measured")
     assert profile.ridge is None and profile.bound(k) is None and profile.roof_share(k) is None
+
+
+@pytest.fixture(scope="module")
+def separable_block():
+    """The default CPU build of a MobileNet depthwise-separable block (cheap: three kernels)."""
+    import torch
+    from model_support import mobilenet_block
+
+    from mlc_jupyter.compilation import build_module
+    from mlc_jupyter.models import import_model
+
+    return build_module(import_model(mobilenet_block(), torch.randn(1, 32, 28, 28)))
+
+
+def test_each_kernel_call_of_the_model_is_one_row_call_counted_once(separable_block):
+    profile = profile_kernels(separable_block, runs=2)
+    called = {
+        name.removesuffix("_prepacked"): n
+        for name, n in kernel_calls(separable_block.mod).items()
+        if n
+    }
+    assert {k.name: k.calls for k in profile.kernels} == called  # no VM builtin, nothing twice
+    assert profile.overhead_s == pytest.approx(max(0.0, profile.total_s - profile.kernel_s))
+
+
+class _GilHolder:
+    """Another Python thread of the process that holds the GIL in turns without using the CPU
+    (as a C extension does while it waits): libc's ``usleep`` called through ``PyDLL``."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._hold, daemon=True)
+
+    def _hold(self) -> None:
+        usleep = ctypes.PyDLL(None).usleep
+        while not self._stop.is_set():
+            usleep(3000)
+
+    def __enter__(self) -> None:
+        self._thread.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def test_a_thread_holding_the_gil_does_not_inflate_the_kernels_rows(separable_block):
+    # The kernels used to be timed from the VM's Python instrument: each call waited for the
+    # GIL, and a small kernel's row read a thread switch (milliseconds) instead of its own time
+    # (tens of microseconds). Timed in turns, with and without such a thread: a relation.
+    alone = profile_kernels(separable_block, runs=3)
+    with _GilHolder():
+        beside = profile_kernels(separable_block, runs=3)
+    assert beside.kernel_s < 3 * alone.kernel_s + 3e-4
+    assert not beside.disturbed or beside.busy or not alone.disturbed

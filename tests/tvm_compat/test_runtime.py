@@ -38,3 +38,33 @@ def test_the_exported_loaders_runtime_code_runs_on_this_tvm():
     device = names["_device"]("llvm")
     out = names["_tensor"](np.arange(3, dtype="float32"), device)
     np.testing.assert_array_equal(out.numpy(), np.arange(3, dtype="float32"))
+
+
+#: A Relax model of one kernel, in the course's spelling (``parse_relax`` reads it).
+TWICE = """
+@I.ir_module
+class Twice:
+    @T.prim_func
+    def double(a: T.Buffer((64,), "float32"), b: T.Buffer((64,), "float32")):
+        for i in range(64):
+            with T.block("double"):
+                vi = T.axis.spatial(64, i)
+                b[vi] = a[vi] * T.float32(2)
+
+    @R.function
+    def main(x: R.Tensor((64,), "float32")) -> R.Tensor((64,), "float32"):
+        cls = Twice
+        return R.call_tir(cls.double, (x,), out_sinfo=R.Tensor((64,), "float32"))
+"""
+
+
+def test_a_relax_builds_kernels_are_timed_by_symbol_with_cold_caches():
+    from mlc_jupyter import parse_relax
+
+    library = tvm_compat.kernel_library(tvm_compat.compile(parse_relax(TWICE), "llvm"))
+    assert library.implements_function("double"), "the kernels are not the VM's first import"
+    assert not library.implements_function("main")
+    a, b = tvm_compat.tensor(np.ones(64, "float32")), tvm_compat.empty((64,))
+    timer = tvm_compat.kernel_timer(library, "double", tvm_compat.tvm().cpu(), 2, cold=True)
+    assert len(timer(a, b).results) == 2, "time_evaluator's samples changed"
+    np.testing.assert_array_equal(b.numpy(), np.full(64, 2.0, "float32"))
