@@ -163,6 +163,19 @@ def check_key(spec: RPCSpec) -> dict[str, int]:
     return {name: int(count) for name, count in queues[spec.key].items()}
 
 
+def registered_servers(spec: RPCSpec) -> tuple[set[tuple[str, int]], int]:
+    """The addresses of the servers registered under ``spec.key`` (free or busy: a server
+    leaves the list when its connection to the tracker drops) and how many are free now."""
+    _, summary = _tracker(spec.host, spec.port)
+    servers = {
+        (str(info["addr"][0]), int(info["addr"][1]))
+        for info in summary.get("server_info", [])
+        if str(info.get("key", "")).split(":", 1)[-1] == spec.key
+    }
+    free = int(summary.get("queue_info", {}).get(spec.key, {}).get("free", 0))
+    return servers, free
+
+
 def free_devices(spec: RPCSpec) -> int:
     """How many servers under ``spec.key`` the tracker has free now (0 when all are busy);
     raises ``RemoteError`` when none is registered under the key."""

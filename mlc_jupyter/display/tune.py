@@ -449,7 +449,13 @@ def result_text(result: TuneResult) -> str:
             f"first: {result.first_error}"
         )
     if result.rpc:
-        lines.append(f"  measured on {_rpc_devices(result.rpc_devices)} {result.rpc}")
+        lost = (
+            f"; {result.rpc_lost} lost during the run (the candidate it was measuring failed, "
+            "the others went to the servers left)"
+            if result.rpc_lost
+            else ""
+        )
+        lines.append(f"  measured on {_rpc_devices(result.rpc_devices)} {result.rpc}{lost}")
     if result.model_tasks:
         if result.phases:
             lines.append(

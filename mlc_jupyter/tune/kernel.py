@@ -44,7 +44,7 @@ from .budget import Budget, Deadline
 from .options import SearchOptions, tuning_target, work_dir_for
 from .records import Measured, create_database, measured_before
 from .report import TuneResult
-from .rpc import RPCSpec, make_rpc_runner, rpc_for
+from .rpc import RPCServers, RPCSpec, make_rpc_runner, rpc_for
 from .search.callback import RecordAndReport
 from .search.candidate_builder import InProcessBuilder
 from .search.run_state import Shared
@@ -91,7 +91,7 @@ class _Run:
     spaces: Spaces
     peak_gflops: float | None = None
     notes: tuple[str, ...] = ()  # what the run fixed (scalar parameters bound to values)
-    rpc_devices: int = 0  # the RPC devices measuring at once (set when the search starts)
+    rpc_servers: RPCServers | None = None  # what the search saw of the RPC servers
 
     @property
     def remaining(self) -> int:
@@ -249,7 +249,7 @@ def _search(run: _Run, shared: Shared, callback: Any, per_iter: int, seed: int |
     export_dir = tempfile.mkdtemp(prefix="mlc-tune-") if run.rpc else None
     builder = InProcessBuilder(shared, export_dir, host_cores(run.target))
     if run.rpc:
-        runner, run.rpc_devices = make_rpc_runner(run.rpc)
+        runner, run.rpc_servers = make_rpc_runner(run.rpc)
     else:
         runner = InProcessRunner(
             shared, device_for(run.target), target_cores(run.target),
@@ -282,6 +282,8 @@ def _search(run: _Run, shared: Shared, callback: Any, per_iter: int, seed: int |
             return "interrupted" if shared.stop.is_set() else shared.stop_reason or "interrupted"
         finally:
             shared.modules.clear()
+            if run.rpc_servers is not None:
+                run.rpc_servers.refresh()  # servers lost in the last round count too
             if export_dir:
                 shutil.rmtree(export_dir, ignore_errors=True)
     return "trials"
@@ -433,7 +435,8 @@ def _result(
         curves={k: tuple(v) for k, v in callback.curves.items()},
         task_workloads=dict(zip(tasks.names, tasks.mods, strict=False)),
         rpc=str(run.rpc) if run.rpc else None,
-        rpc_devices=run.rpc_devices,
+        rpc_devices=run.rpc_servers.most_at_once if run.rpc_servers else 0,
+        rpc_lost=run.rpc_servers.lost if run.rpc_servers else 0,
         stop_reason=stop_reason,
         spaces=dict(zip(tasks.names, run.spaces.names, strict=False)),
         timing=timing,

@@ -112,6 +112,9 @@ class TuneResult:
     rpc: str | None = None
     #: how many of the tracker's devices measured candidates at once (``0``: none measured)
     rpc_devices: int = 0
+    #: how many of the servers under the key left the tracker during the run (died, stopped):
+    #: the candidate each was measuring failed, the rest went to the others
+    rpc_lost: int = 0
     stop_reason: str = ""
     spaces: dict[str, str] = field(default_factory=dict)
     timing: Any = None

@@ -98,6 +98,7 @@ class _Outcome:
     new: int = 0
     records: int = 0
     rpc_devices: int = 0  # the most RPC devices a kernel's search measured on at once
+    rpc_lost: int = 0  # the most RPC servers a kernel's search saw leave
     stop_reason: str = "trials"
     interrupted: bool = False
     notes: list[str] = field(default_factory=list)
@@ -199,6 +200,7 @@ def _tune_model(
         task_workloads=out.workloads,
         rpc=search.rpc,
         rpc_devices=out.rpc_devices,
+        rpc_lost=out.rpc_lost,
         stop_reason="interrupted" if out.interrupted else out.stop_reason,
         timing=shown,
         baseline_timing=verdict.default,
@@ -269,6 +271,7 @@ def _tune_groups(
         out.new += result.trials_new
         out.records += result.n_records
         out.rpc_devices = max(out.rpc_devices, result.rpc_devices)
+        out.rpc_lost = max(out.rpc_lost, result.rpc_lost)
         out.traces.append(result.trace)
         out.interrupted = result.interrupted
         if result.stop_reason not in ("trials", ""):
