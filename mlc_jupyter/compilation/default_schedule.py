@@ -48,6 +48,7 @@ from ..tvm_compat import (
 )
 from .dataflow_outputs import return_outputs
 from .intrinsics import load_tensor_intrinsics
+from .reshape_sinking import sink_reshapes
 from .weight_folding import fold_affine_epilogues, fold_constants, run_packings
 
 #: Relax operators that only call kernels; a module with nothing else needs no legalising.
@@ -141,6 +142,7 @@ def legalize_and_fuse(mod: Any, target: Any) -> Any:
         transform.DeadCodeElimination(),
         _module_pass(fold_constants, "FoldConstantsInNumPy"),
         _module_pass(fold_affine_epilogues, "FoldAffineEpilogues"),
+        _module_pass(sink_reshapes, "SinkReshapes"),
         transform.LegalizeOps(_cpu_legalizations(target) if cpu else None),
         transform.AnnotateTIROpPattern(),
         transform.FoldConstant(),
