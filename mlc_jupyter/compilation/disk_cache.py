@@ -9,7 +9,9 @@ removed and rebuilt, never loaded. The objects are emitted and linked in the bui
 (TVM's LLVM module is not safe to share across threads), and the build then runs from that
 library, so its first call compiles nothing again; the module's JSON (a model's weights make it
 large) is written in the background. The folder is kept under a size limit by dropping the
-least recently used entries.
+least recently used entries. A build runs from a copy of its library in a folder of the
+process's own, fresh or loaded from an entry, so clearing or evicting the entry (from any
+process) never touches a library a running kernel has loaded.
 """
 
 from __future__ import annotations
@@ -61,12 +63,17 @@ def load(key: str, mod: Any, relax: bool) -> tuple[Any, float] | None:
         return None
     try:
         meta = json.loads(meta_path.read_text())
-        files = meta["files"]
-        if meta.get("key") != key or any(_digest(entry / f) != d for f, d in files.items()):
+        files, library = meta["files"], meta["library"]
+        others = {f: d for f, d in files.items() if f != library}
+        if meta.get("key") != key or any(_digest(entry / f) != d for f, d in others.items()):
             raise ValueError("checksum")
         if not structural_equal(load_json((entry / _MODULE).read_text()), mod):
             return None  # another module under the same hash: build, keep the entry
-        executable = load_executable(str(entry / meta["library"]), relax)
+        copy = _private_copy(entry / library)
+        if _digest(Path(copy)) != files[library]:  # the copy is what runs: check that
+            Path(copy).unlink(missing_ok=True)
+            raise ValueError("checksum")
+        executable = load_executable(copy, relax)
     except Exception:  # noqa: BLE001 - any damage means: drop it and build again
         _remove(entry)
         return None
@@ -120,9 +127,10 @@ _private: list[Path] = []
 
 
 def _private_copy(library: Path) -> str:
-    """A copy of ``library`` in a folder of this process's own, for it to run from: the entry's
-    folder is renamed into place and may be evicted by another kernel while the library is
-    loaded, and the dynamic loader crashed at exit over libraries loaded that way."""
+    """A copy of ``library`` in a folder of this process's own (removed at exit), for it to run
+    from, fresh build or cache hit: the entry's folder is renamed into place and may be cleared
+    or evicted by another kernel while the library is loaded, and the dynamic loader crashed at
+    exit over libraries loaded that way."""
     with _lock:
         if not _private:
             _private.append(Path(tempfile.mkdtemp(prefix="mlc-builds-")))

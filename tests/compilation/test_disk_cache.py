@@ -203,3 +203,48 @@ def test_a_build_made_by_other_code_of_the_project_is_rebuilt_not_served(tmp_pat
         return done.stdout.split()[-1]
 
     assert [from_disk(REPO), from_disk(edited), from_disk(REPO)] == ["False", "False", "True"]
+
+
+def test_a_build_loaded_from_the_cache_runs_from_a_private_copy_that_a_clear_cannot_pull(cache):
+    """Another kernel loads the build from the disk cache; this one then clears the cache. The
+    other kernel's library was never the entry's file (a copy of its own, removed at its exit),
+    so it goes on calling the kernel and exits cleanly."""
+    from mlc_jupyter.compilation import build_module, disk_cache
+    from mlc_jupyter.compilation import wait_for_saved_builds as flush
+
+    build_module(mm_relu(), "llvm")
+    flush()
+    script = textwrap.dedent(
+        f"""
+        import re, sys
+        import numpy as np
+        sys.path.insert(0, {str(REPO / "tests")!r})
+        from build_support import LISTINGS
+        from mlc_jupyter.cells import parse_script
+        from mlc_jupyter.compilation import build_module
+        mod = parse_script((LISTINGS / "ch2_mm_relu.py").read_text(), kind="tir").value
+        built = build_module(mod, "llvm")
+        a = np.ones((128, 128), "float32")
+        maps = open("/proc/self/maps").read().split()
+        mapped = sorted({{p for p in maps if re.search(r"/lib-[0-9a-f]{{16}}[^/]*[.]so$", p)}})
+        print(built.from_disk, *mapped, flush=True)
+        sys.stdin.readline()  # the cache is cleared meanwhile
+        print(float(built.mm_relu(a, a)[3, 4]), flush=True)
+        """
+    )
+    env = {**os.environ, "MLC_JUPYTER_CACHE": str(cache.parent), "PYTHONPATH": str(REPO)}
+    other = subprocess.Popen(
+        [sys.executable, "-c", script], env=env, text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        from_disk, *mapped = other.stdout.readline().split()
+        assert from_disk == "True" and len(mapped) == 1, mapped
+        (library,) = map(Path, mapped)
+        assert cache not in library.parents  # not the entry's own file
+        assert disk_cache.clear()[0] == 1 and entries(cache) == []
+        out, _ = other.communicate("go\n", timeout=120)
+    finally:
+        other.kill() if other.poll() is None else None
+    assert (other.returncode, out.strip()) == (0, "128.0")
+    assert not library.exists()  # the copy left with its process
