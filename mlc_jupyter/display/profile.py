@@ -89,7 +89,11 @@ def _profile_head_lines(profile: KernelProfile) -> list[str]:
     return [
         title,
         ceilings_line(
-            profile.peak_gflops, profile.bandwidth_gbs, profile.cores, profile.limits_quiet
+            profile.peak_gflops,
+            profile.bandwidth_gbs,
+            profile.cores,
+            profile.limits_quiet,
+            profile.limits_measured,
         ),
     ]
 

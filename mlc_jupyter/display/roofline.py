@@ -54,14 +54,17 @@ def _ceilings(limits: MachineLimits, cores: int) -> tuple[float, float, list[tup
     return peak, bandwidth, lower
 
 
-def ceilings_line(peak: float, bandwidth: float, cores: int, quiet: bool = True) -> str:
+def ceilings_line(
+    peak: float, bandwidth: float, cores: int, quiet: bool = True, measured: str = ""
+) -> str:
     """``roofline: fp32 peak 473 GFLOP/s (2 cores), bandwidth 28.1 GB/s, ridge at 16.8
-    flop/byte``, and a hint when the limits were measured on a busy machine; ``cores`` 0 for a
-    GPU (one device)."""
+    flop/byte``, when and under what load they were ``measured``, and a hint when the machine
+    was busy then; ``cores`` 0 for a GPU (one device)."""
     on = f" ({cores} core{'s' if cores > 1 else ''})" if cores > 0 else ""
     return (
         f"roofline: fp32 peak {peak:.0f} GFLOP/s{on}, "
         f"bandwidth {bandwidth:.1f} GB/s, ridge at {peak / bandwidth:.1f} flop/byte"
+        + (f" ({measured})" if measured else "")
         + ("" if quiet else " (measured on a busy machine: %mlc_machine --refresh)")
     )
 
@@ -72,7 +75,7 @@ def roofline_text(points: list[RooflinePoint], limits: MachineLimits, cores: int
     if not peak or not bandwidth:
         return ""
     ridge = peak / bandwidth
-    lines = [ceilings_line(peak, bandwidth, cores, limits.quiet)]
+    lines = [ceilings_line(peak, bandwidth, cores, limits.quiet, limits.measured())]
     for point in points:
         roof = limits.roof(point.intensity, cores) or peak
         bound = "compute-bound" if point.intensity >= ridge else "memory-bound"
@@ -555,7 +558,9 @@ def limits_text(limits: MachineLimits) -> str:
         bandwidth = limits.bandwidth_gbs.get(cores)
         lines.append(f"{cores:5d}  {cells}   " + (f"{bandwidth:.1f} GB/s" if bandwidth else "-"))
     how = "read from the cache" if limits.cached else f"measured in {limits.seconds:.1f} s"
-    lines.append(f"measured {limits.measured_at} ({how}); cached in {limits.path}")
+    lines.append(f"{limits.measured()} ({how}); cached in {limits.path}")
+    if limits.remeasured:
+        lines.append(f"measured again because {limits.remeasured}")
     if not limits.quiet:
         lines.append(
             "other programs were running while it was measured, so figures may read low: "

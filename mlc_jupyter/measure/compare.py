@@ -21,7 +21,7 @@ from ..compilation.call import prepare, require_device_here
 from ..compilation.remote import RemoteModules, rpc_for
 from ..errors import MLCError, RemoteError, TimingError
 from .gpu_limits import device_limits
-from .machine import MachineLimits, kernel_cores
+from .machine import ABOVE_PEAK, MachineLimits, checked_against, kernel_cores
 from .race import (
     Contender,
     TorchPlacement,
@@ -150,7 +150,32 @@ def time_functions(
         else device_limits(first.target, [p.dtype for p in sig.params if not p.scalar])
     )
     report = _finish(timings, notes)
-    return dataclasses.replace(report, limits=limits, cores=kernel_cores(first.target))
+    cores = kernel_cores(first.target)
+    limits, above = _checked_peak(limits, report.timings, cores)
+    return dataclasses.replace(report, limits=limits, cores=cores, warnings=report.warnings + above)
+
+
+def _checked_peak(
+    limits: MachineLimits | None, timings: tuple[Timing, ...], cores: int
+) -> tuple[MachineLimits | None, tuple[str, ...]]:
+    """The limits, measured again when a row ran above their peak (it read low), and a warning
+    for each row still above it: its rate counts the FLOPs of the work as written, so it must
+    do less arithmetic than that (a Winograd convolution, say)."""
+    fastest = max(timings, key=lambda t: t.gflops or 0.0, default=None)
+    if limits is None or fastest is None or not fastest.gflops:
+        return limits, ()
+    limits = checked_against(limits, fastest.gflops, cores, f"the row {fastest.name}")
+    peak = limits.peak(cores) if limits is not None else None
+    if not peak or limits is None:
+        return limits, ()
+    again = " (measured again just now)" if limits.remeasured else ""
+    return limits, tuple(
+        f"{t.name} reads {t.gflops / peak:.0%} of this machine's fp32 peak ({peak:.1f} GFLOP/s, "
+        f"{limits.measured()}{again}): its rate counts the FLOPs of the computation as written, "
+        "so it does less arithmetic than that (a Winograd or FFT convolution, say)"
+        for t in timings
+        if t.gflops and t.gflops > peak * (1 + ABOVE_PEAK)
+    )
 
 
 def _race_variants(

@@ -27,7 +27,13 @@ from ..compilation.default_schedule import PACKED_SUFFIX
 from ..errors import TimingError
 from ..tvm_compat import kernel_library, kernel_timer, tensor_type
 from .gpu_limits import device_limits
-from .machine import QUIET_SHARE, MachineLimits, kernel_cores, others_cpu_seconds
+from .machine import (
+    QUIET_SHARE,
+    MachineLimits,
+    checked_against,
+    kernel_cores,
+    others_cpu_seconds,
+)
 from .reference import is_torch_module
 from .timer import (
     argument_bytes,
@@ -96,6 +102,8 @@ class KernelProfile:
     no_roof: str = ""
     #: whether the limits were measured on a quiet machine (if not, they may read low)
     limits_quiet: bool = True
+    #: when and under what load the limits were measured
+    limits_measured: str = ""
     #: the share of one core other processes used while the kernels were timed (``None``:
     #: unknown, no ``/proc/stat``)
     others_share: float | None = None
@@ -255,6 +263,9 @@ def profile_kernels(
     overhead = max(0.0, float(total.median) - sum(k.seconds for k in rows))
     limits, no_roof = _limits(built)
     cores = 0 if limits is not None and limits.is_gpu else kernel_cores(built.target)
+    fastest = max(rows, key=lambda k: k.gflops or 0.0, default=None)
+    if fastest is not None:  # a kernel above the peak: the peak read low, measure it again
+        limits = checked_against(limits, fastest.gflops, cores, f"kernel {fastest.name}")
     return KernelProfile(
         name=name or "the model",
         kernels=tuple(rows),
@@ -266,6 +277,7 @@ def profile_kernels(
         cores=cores,
         no_roof=no_roof,
         limits_quiet=limits.quiet if limits else True,
+        limits_measured=limits.measured() if limits else "",
         others_share=busy / elapsed if busy is not None and elapsed > 0 else None,
     )
 

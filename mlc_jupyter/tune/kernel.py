@@ -30,6 +30,7 @@ from ..compilation.intrinsics import load_tensor_intrinsics
 from ..errors import TuneError, error_reason
 from ..measure import estimate_flops
 from ..measure.gpu_limits import device_limits
+from ..measure.machine import cached_machine_limits, checked_against
 from ..measure.timer import argument_bytes, argument_dtypes
 from ..tvm_compat import (
     METASCHEDULE_LOGGER,
@@ -164,7 +165,19 @@ def _tune_run(
     if run.remaining > 0:
         stop_reason = _search(run, shared, callback, per_iter, search.seed)
     result = _result(run, callback, shared, stop_reason, perf_counter() - start, baseline)
+    result = _peak_checked(result, run.target)
     return _scalars_kept(result, original, bind) if bind else result
+
+
+def _peak_checked(result: TuneResult, target: Any) -> TuneResult:
+    """The result against a peak measured again when the tuned kernel beat it (it read low)."""
+    limits = cached_machine_limits()
+    if not result.peak_gflops or limits is None or limits.is_gpu:
+        return result
+    cores = target_cores(target)
+    limits = checked_against(limits, result.best_gflops, cores, "the tuned kernel")
+    peak = limits.peak(cores) if limits is not None else None
+    return dataclasses.replace(result, peak_gflops=peak) if peak else result
 
 
 def _scalars_kept(result: TuneResult, original: Any, bind: dict[str, Any]) -> TuneResult:
