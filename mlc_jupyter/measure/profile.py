@@ -146,7 +146,7 @@ class KernelProfile:
         return (
             f"{excess}, and {quiet}: each kernel is timed alone with its weights flushed from "
             "the caches, and inside the model they were still cached from the previous call "
-            "(the rows rank the kernels; their sum is an upper bound)"
+            "(the rows rank the kernels; their sum overstates the model's time)"
         )
 
     def share(self, kernel: KernelTime) -> float:
