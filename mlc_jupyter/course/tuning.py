@@ -20,6 +20,7 @@ In a notebook each of them shows the live progress ``%mlc_tune`` shows (:mod:`.p
 
 from __future__ import annotations
 
+import sys
 from types import SimpleNamespace
 from typing import Any
 
@@ -28,7 +29,7 @@ from ..errors import TuneError
 from ..tune import tune
 from ..tune.options import tuning_target
 from ..tune.records import read_database
-from ..tune.report import TuneResult
+from ..tune.report import TuneProgress, TuneResult
 from ..tune.tasks import collect_tasks
 from ..tvm_compat import Schedule, metaschedule, prim_func_type, structural_equal, tvm
 from .progress import progress_view
@@ -90,9 +91,17 @@ def _tuned(
     view = progress_view()  # the live progress %mlc_tune shows, in a notebook
     result = tune(
         mod, target, trials=trials, per_iter=min(per_iter, trials), work_dir=work_dir,
-        space=space, seed=seed, on_progress=view, on_task=getattr(view, "task_started", None),
+        space=space, seed=seed, on_progress=view or _say_waiting,
+        on_task=getattr(view, "task_started", None),
     )  # fmt: skip
     return TunedDatabase(result)
+
+
+def _say_waiting(event: TuneProgress) -> None:
+    """Without a view (a script), a run that waits for another run's work dir still says so,
+    on stderr, in the words of ``%mlc_tune``'s progress line; the rest stays silent."""
+    if event.waiting:
+        print(event.waiting_text(), file=sys.stderr, flush=True)
 
 
 def _normalised(mod: Any) -> Any:

@@ -237,7 +237,7 @@ def progress_text(event: TuneProgress) -> str:
     """One line for a terminal: trials, best kernel (latency, GFLOP/s, % of this machine's
     peak), elapsed, and what is left of the budget; or who the run waits for."""
     if event.waiting:
-        return f"[{event.task}] {event.waiting} (it holds {event.work_dir})"
+        return event.waiting_text()
     errors = ""
     if event.build_errors or event.run_errors:
         errors = f", failed: {event.build_errors} build / {event.run_errors} run"

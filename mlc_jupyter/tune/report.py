@@ -43,6 +43,10 @@ class TuneProgress:
     #: run of pid 4242, started 12:03"``), before anything is measured
     waiting: str = ""
 
+    def waiting_text(self) -> str:
+        """The line that says whom the run waits for and which work dir that run holds."""
+        return f"[{self.task}] {self.waiting} (it holds {self.work_dir})"
+
 
 @dataclass(frozen=True)
 class ModelTask:

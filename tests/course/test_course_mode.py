@@ -314,9 +314,16 @@ def test_an_attribute_error_in_a_function_on_a_printed_erratum_is_named_at_its_l
 
 
 def test_the_books_tune_tir_shows_the_live_progress_of_mlc_tune(shell, tmp_path):
+    """...and takes the work dir's lock as %mlc_tune does: with another process tuning there, it
+    waits and says for whom; with course mode off (as in a script) it says so on stderr."""
+    import threading
+
     from build_support import matmul
+    from records_support import holder
 
     shell.user_ns["mod"] = matmul(64)
+    other = holder(tmp_path)  # another notebook's tuning run holds the work dir
+    threading.Timer(2.0, other.stdin.close).start()
     result, captured = _run(
         shell,
         "from tvm import meta_schedule as ms\n"
@@ -324,12 +331,23 @@ def test_the_books_tune_tir_shows_the_live_progress_of_mlc_tune(shell, tmp_path)
         "max_trials_global=4, num_trials_per_iter=4)\n",
     )
     assert result.success, result.error_in_exec
+    other.wait(timeout=30)
+    assert f"waiting for the tuning run of pid {other.pid}, started" in captured.stdout
     assert "tuning in" in captured.stdout and "trials" in captured.stdout  # progress shown
     shell.run_line_magic("mlc_course", "off")
     try:
+        from mlc_jupyter.course import tuning as ms
         from mlc_jupyter.course.progress import progress_view
 
         assert progress_view() is None  # off: the shims tune silently, as in a script
+        other = holder(tmp_path)
+        threading.Timer(1.0, other.stdin.close).start()
+        with capture_output() as script:
+            ms.tune_tir(matmul(64), "llvm --num-cores=1", str(tmp_path), 4,
+                        num_trials_per_iter=4)  # fmt: skip  # resumed: nothing left to measure
+        other.wait(timeout=30)
+        assert f"waiting for the tuning run of pid {other.pid}, started" in script.stderr
+        assert "tuning in" not in script.stdout + script.stderr  # only the wait is said
     finally:
         shell.run_line_magic("mlc_course", "on")
 
