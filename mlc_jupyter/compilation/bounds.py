@@ -16,9 +16,18 @@ from typing import Any
 
 from .. import origins
 from ..errors import OutOfBoundsError
-from ..tvm_compat import check_out_of_bounds, ir_module_type, prim_func_type
+from ..tvm_compat import (
+    analyzer as new_analyzer,
+)
+from ..tvm_compat import (
+    check_out_of_bounds,
+    element_bytes,
+    ir_module_type,
+    prim_func_type,
+    tir_nodes,
+)
 from .guards import guarded_in_bounds
-from .tir_walk import block_bindings, buffer_accesses, buffer_views, viewed_allocation
+from .tir_walk import block_bindings, buffer_accesses, buffer_views, ir_nodes, viewed_allocation
 
 _FINDING = re.compile(
     r"Out of bounds memory access on buffer (?P<buffer>\S+) dimension (?P<dim>\d+)\. "
@@ -44,6 +53,8 @@ class OutOfBounds:
     place: origins.CellPlace | None = None
     step: origins.StepPlace | None = None
     block: str = ""
+    #: for a view (``T.decl_buffer(..., data=B.data)``): the buffer whose memory it views
+    views: str = ""
 
     @property
     def allowed(self) -> str:
@@ -62,10 +73,11 @@ class OutOfBounds:
                 f"{self.low}..{self.high} outside the iterator's domain {self.allowed}, so "
                 f"{self.access or self.buffer} goes out of bounds{where}"
             )
+        allows = f"{self.buffer}, a view of {self.views}'s memory," if self.views else self.buffer
         return (
             f"{self.func}: {self.access or self.buffer} goes out of bounds{where}: index "
             f"{self.index} of dimension {self.dimension} reaches {self.low}..{self.high}, "
-            f"but {self.buffer} allows {self.allowed}"
+            f"but {allows} allows {self.allowed}"
         )
 
 
@@ -151,6 +163,61 @@ def _locate_binding(block: Any, var: Any, finding: OutOfBounds) -> OutOfBounds:
     return finding
 
 
+def _view_findings(name: str, func: Any) -> list[OutOfBounds]:
+    """Accesses through a flat view (``V = T.decl_buffer((n,), data=B.data)``) that reach past
+    the memory it views, which TVM's checker measures against the shape ``V`` declares. Only a
+    view with constant sizes that declares more than its memory holds is looked at, and an
+    access a condition keeps inside is left alone, as for TVM's findings."""
+    views = buffer_views(func.body)
+    sizes = {}
+    for view in views:
+        owner = viewed_allocation(view, views)
+        dims = [*owner.shape, *view.shape, view.elem_offset]
+        if len(view.shape) != 1 or not all(str(d).isdigit() for d in dims):
+            continue
+        total = 1
+        for dim in owner.shape:
+            total *= int(dim)
+        room = total * element_bytes(owner.dtype) // element_bytes(view.dtype)
+        room -= int(view.elem_offset)
+        if int(view.shape[0]) > room:
+            sizes[view.name] = (room, owner.name)
+    if not sizes:
+        return []
+    ranges = _loop_ranges(func)
+    statements = {(b.name, str(list(i))): stmt for b, i, _, stmt in buffer_accesses(func.body)}
+    found = []
+    for buffer, indices, kept in guarded_in_bounds(
+        func, set(sizes), {n: (r,) for n, (r, _) in sizes.items()}
+    ):
+        room, owner = sizes[buffer.name]
+        span = ranges.int_set(indices[0])
+        if kept[0] or span.is_everything() or not str(span.max_value).lstrip("-").isdigit():
+            continue
+        if int(str(span.max_value)) >= room:
+            stmt = statements.get((buffer.name, str(list(indices))))
+            place = origins.cell_place(getattr(stmt, "span", None))
+            found.append(OutOfBounds(
+                name, buffer.name, 0, str(indices[0]), str(span.min_value), str(span.max_value),
+                str(room), access=_access_text(buffer, indices), place=place, views=owner,
+            ))  # fmt: skip
+    return found
+
+
+def _loop_ranges(func: Any) -> Any:
+    """An analyzer that knows every loop's and block iterator's range in ``func``."""
+    nodes = tir_nodes()
+    ranges = new_analyzer()
+    for node, _ in ir_nodes(func.body):
+        if isinstance(node, nodes.For):
+            extent = nodes.Range.from_min_extent(node.min, node.extent)
+            ranges.bind(node.loop_var, extent, allow_override=True)
+        elif isinstance(node, nodes.Block):
+            for iter_var in node.iter_vars:
+                ranges.bind(iter_var.var, iter_var.dom, allow_override=True)
+    return ranges
+
+
 def _access_text(buffer: Any, indices: Any) -> str:
     return f"{buffer.name}[{', '.join(str(i) for i in indices)}]"
 
@@ -205,6 +272,7 @@ def find_out_of_bounds(mod: Any) -> list[OutOfBounds]:
             found.append(_with(finding, step=_introduced_by(name, func, finding)))
         for finding in _binding_findings(name, func):
             found.append(_with(finding, step=_introduced_by(name, func, finding)))
+        found.extend(_view_findings(name, func))
     return found
 
 

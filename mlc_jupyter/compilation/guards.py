@@ -33,14 +33,17 @@ _NOT_CHILDREN = SKIPPED_FIELDS | {"annotations"}
 _DECLARATIONS = ("reads", "writes", "alloc_buffers")
 
 
-def guarded_in_bounds(func: Any, buffers: set[str]) -> list[tuple[Any, Any, tuple[bool, ...]]]:
+def guarded_in_bounds(
+    func: Any, buffers: set[str], extents: dict[str, tuple[Any, ...]] | None = None
+) -> list[tuple[Any, Any, tuple[bool, ...]]]:
     """Every access of a PrimFunc to the buffers named in ``buffers``: ``(buffer, indices,
     inside)``, where ``inside[d]`` says the analyzer proves index ``d`` inside its dimension
     under the conditions that guard the access.
 
     Each condition is a constraint while its branch is read, in two spellings: as written (block
     iterators over their domains) and with the iterators replaced by their bindings (the loops
-    that a predicate speaks of). Z3 backs the proof where this TVM build has it.
+    that a predicate speaks of). Z3 backs the proof where this TVM build has it. ``extents``
+    replaces a named buffer's shape (a view checked against the memory it views).
     """
     nodes = tir_nodes()
     guard = Guards()
@@ -48,8 +51,9 @@ def guarded_in_bounds(func: Any, buffers: set[str]) -> list[tuple[Any, Any, tupl
 
     def record(buffer: Any, indices: Any) -> None:
         if buffer.name in buffers:
+            shape = (extents or {}).get(buffer.name, buffer.shape)
             inside = tuple(
-                guard.inside(i, extent) for i, extent in zip(indices, buffer.shape, strict=False)
+                guard.inside(i, extent) for i, extent in zip(indices, shape, strict=False)
             )
             found.append((buffer, indices, inside))
 

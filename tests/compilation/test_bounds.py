@@ -308,3 +308,17 @@ def test_correct_views_of_a_buffer_build_and_run_checked(shell):
     b = np.zeros(16, "float32")
     shell.user_ns["views_lib"].views(a, b)
     np.testing.assert_array_equal(b, [-1, -1, 0, 0, 0, 0, 0, 0, *a])
+
+
+def test_a_view_that_provably_reaches_past_the_memory_it_views_is_refused_before_it_runs(shell):
+    overflowing = OVERSIZED_VIEW.replace("(64,)", "(32,)").replace("range(16)", "range(32)")
+    overflowing = overflowing.replace("spatial(16, i)", "spatial(32, i)")
+    overflowing = overflowing.replace("V[vi + I[0]] = A[vi]", "V[vi] = A[vi % 16]")
+    shell.run_cell("%%tir --quiet\n" + overflowing, store_history=True)
+    result = shell.run_cell("%mlc_build spill", store_history=True)
+    assert isinstance(result.error_in_exec, OutOfBoundsError)
+    text = rendered(result.error_in_exec)
+    assert "spill: V[vi] goes out of bounds" in text and "reaches 0..31" in text
+    assert "but V, a view of B's memory, allows 0..15" in text and "nothing ran" in text
+    assert find_out_of_bounds(_module(parse_script(OVERSIZED_VIEW, {}, kind="tir").value)) == []
+    assert find_out_of_bounds(_module(parse_script(FITTING_VIEWS, {}, kind="tir").value)) == []
