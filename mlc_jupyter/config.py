@@ -110,6 +110,18 @@ def set_checked_builds(on: bool) -> None:
     os.environ["MLC_JUPYTER_CHECKED"] = "1" if on else "0"
 
 
+def isolated_builds() -> bool:
+    """Whether the functions of TIR builds run in a worker process by default, so a crashing
+    kernel fails its call instead of the Jupyter kernel (``%mlc_isolate on``,
+    ``$MLC_JUPYTER_ISOLATE=1``); a build can still ask for it with ``isolate=True``."""
+    return os.environ.get("MLC_JUPYTER_ISOLATE", "").strip().lower() in _TRUE
+
+
+def set_isolated_builds(on: bool) -> None:
+    """Switch isolated builds on or off for this process (and the kernels it starts)."""
+    os.environ["MLC_JUPYTER_ISOLATE"] = "1" if on else "0"
+
+
 def build_cache_dir() -> Path:
     """Where builds are kept between kernel restarts (``<cache>/builds``)."""
     return cache_subdir("builds")

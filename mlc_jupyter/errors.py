@@ -249,6 +249,24 @@ class CallError(MLCError):
     """A built function called with arguments of the wrong number, shape or dtype."""
 
 
+class KernelCrashError(MLCError):
+    """A kernel of an isolated build that crashed its worker process (SIGSEGV, SIGBUS, an
+    abort): the call fails, the notebook lives on, and the next call starts a fresh worker.
+
+    ``function`` is the function called, ``signal`` the signal's name (``SIGSEGV``; empty when
+    the worker exited instead), ``arguments`` what it was given (``A: float32[128, 128]``).
+    """
+
+    def __init__(
+        self, message: str, *, function: str, signal: str, arguments: tuple[str, ...] = (),
+        hint: str = "",
+    ) -> None:  # fmt: skip
+        self.function = function
+        self.signal = signal
+        self.arguments = tuple(arguments)
+        super().__init__(message, hint=hint)
+
+
 class NoGPUError(MLCError):
     """A GPU target used where no GPU is present."""
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import checked_builds
+from ..config import checked_builds, isolated_builds
 from ..errors import BuildError, error_reason
 from ..results import ImportedModel
 from ..tvm_compat import compile as tvm_compile
@@ -33,6 +33,7 @@ from .call import bound_function
 from .checked import compile_checked
 from .default_schedule import Progress, forget_prepared, has_operators, pack_weights, prepare_model
 from .device_code import DeviceCode, device_code_of, failed_kernel_compile
+from .isolate import isolated_function, refuse_isolation, start_worker
 from .memory_cache import MemoryCache, footprint
 from .signatures import (
     as_module,
@@ -54,7 +55,9 @@ class Built:
     TVM tensors; passing only the inputs of a destination-passing function returns the outputs.
     ``cached`` says the build came from the cache (``from_disk``: the one kept between kernel
     restarts), ``build_s`` what the (original) build cost;
-    ``checked`` that every buffer index is tested at run time.
+    ``checked`` that every buffer index is tested at run time; ``isolated`` that its functions
+    run in a worker process (:mod:`.isolate`: a crash fails the call, not the notebook).
+    ``library`` is the shared library file it runs from (``""`` when it was not written to disk).
     ``mod`` is the module as built: for a Relax model, operators legalised, fused and scheduled.
     ``origin`` is the :class:`~mlc_jupyter.results.ImportedModel` it was built from (its example arguments and its
     PyTorch model are ``%mlc_time``'s default inputs and reference), else ``None``.
@@ -77,6 +80,8 @@ class Built:
     runtime: Any = field(default=None, compare=False, repr=False)
     checked: bool = False
     from_disk: bool = False
+    isolated: bool = False
+    library: str = ""
 
     @property
     def functions(self) -> list[str]:
@@ -102,7 +107,9 @@ class Built:
 class BuiltRuntime:
     """What a :class:`Built` calls for its functions and generated code."""
 
-    bound_function = staticmethod(bound_function)
+    bound_function = staticmethod(
+        lambda built, name: (isolated_function if built.isolated else bound_function)(built, name)
+    )
     generated_source = staticmethod(generated_source)
     fresh_build = staticmethod(lambda built: fresh_build(built))
 
@@ -154,6 +161,7 @@ def build_module(
     *,
     force: bool = False,
     checked: bool | None = None,
+    isolate: bool | None = None,
     persist: bool = True,
     schedule: str = "default",
     on_progress: Progress | None = None,
@@ -163,6 +171,11 @@ def build_module(
     ``checked`` makes every buffer index be tested at run time, so a bad index raises
     :class:`~mlc_jupyter.errors.OutOfBoundsError` instead of corrupting memory (``None``: the
     session's setting, :func:`mlc_jupyter.config.checked_builds`; CPU targets only).
+    ``isolate`` runs the built functions in a worker process (:mod:`.isolate`), so a kernel that
+    crashes fails its call with :class:`~mlc_jupyter.errors.KernelCrashError` instead of killing
+    the process (``None``: the session's setting, :func:`mlc_jupyter.config.isolated_builds`,
+    which leaves what it cannot isolate, Relax and GPU builds, in process with a note saying
+    so; ``True`` refuses them). CPU builds of TIR modules only.
     CPU builds are also kept on disk (:mod:`.disk_cache`, unless ``persist=False``), so the
     same build in a restarted kernel is a hit (``cached=True``, ``from_disk=True``).
     Returns a :class:`Built` whose functions can be called directly.
@@ -172,6 +185,35 @@ def build_module(
     Raises ``OutOfBoundsError`` when TVM proves an index leaves its buffer (nothing is built),
     ``BuildError`` for a GPU kernel with unbound loops and for TVM build failures.
     """
+    if isolate:  # refused before anything is built
+        try:
+            module = as_module(mod)
+        except TypeError:
+            module = None  # the build says why
+        if module is not None:
+            where = resolve_target(target if target is not None else made_for(mod))
+            refuse_isolation(is_relax(module), where, explicit=True)
+    built = _build(mod, target, force, checked, persist, schedule, on_progress)
+    asked = isolated_builds() if isolate is None else bool(isolate)
+    if not asked:
+        return dataclasses.replace(built, isolated=False) if built.isolated else built
+    why_not = refuse_isolation(built.relax, built.target, explicit=isolate is not None)
+    if why_not:
+        return dataclasses.replace(built, isolated=False, notes=(*built.notes, why_not))
+    start_worker()  # its start overlaps the user's next cell
+    return dataclasses.replace(built, isolated=True)
+
+
+def _build(
+    mod: Any,
+    target: Any,
+    force: bool,
+    checked: bool | None,
+    persist: bool,
+    schedule: str,
+    on_progress: Progress | None,
+) -> Built:
+    """:func:`build_module` without isolation: the build, cached in memory and on disk."""
     if schedule not in SCHEDULES:
         raise BuildError(f"unknown schedule {schedule!r}", hint="use default or none")
     origin = mod if isinstance(mod, ImportedModel) else getattr(mod, "origin", None)
@@ -200,9 +242,11 @@ def build_module(
     if on_disk and not force:
         found = disk_cache.load(key, mod, relax)
         if found is not None:
+            executable, old_build_s, library = found
             loaded = _remember(
-                mod, target, found[0], found[1], relax, key, checked, notes=notes, from_disk=True
-            )
+                mod, target, executable, old_build_s, relax, key, checked, notes=notes,
+                from_disk=True, library=library,
+            )  # fmt: skip
             return dataclasses.replace(loaded, origin=origin)
     if is_gpu_target(target) and not relax:
         unbound = unbound_gpu_functions(mod)
@@ -233,13 +277,16 @@ def build_module(
             raise gpu_kernels_for_cpu(mod, target) from None
         raise BuildError(f"TVM could not build the module: {error_reason(err)}") from None
     build_s = time.perf_counter() - start
+    library = ""
     if on_disk:
-        loaded = disk_cache.store(key, mod, executable, build_s, relax)
-        executable = executable if loaded is None else loaded
+        stored = disk_cache.store(key, mod, executable, build_s, relax)
+        if stored is not None:
+            executable, library = stored
     device_code = device_code_of(executable, target) if is_cuda(target) else None
     built = _remember(
-        mod, target, executable, build_s, relax, key, checked, device_code=device_code, notes=notes
-    )
+        mod, target, executable, build_s, relax, key, checked, device_code=device_code,
+        notes=notes, library=library,
+    )  # fmt: skip
     return dataclasses.replace(built, origin=origin)
 
 
@@ -276,6 +323,7 @@ def _remember(
     device_code: Any = None,
     from_disk: bool = False,
     notes: tuple[str, ...] = (),
+    library: str = "",
 ) -> Built:
     """The :class:`Built` for a build (fresh, or loaded from disk), kept in memory too."""
     built = Built(
@@ -292,6 +340,7 @@ def _remember(
         runtime=BuiltRuntime(),
         checked=checked,
         from_disk=from_disk,
+        library=library,
     )
     _CACHE.put(key, built, footprint(mod))
     return dataclasses.replace(built, cached=True) if from_disk else built
@@ -300,4 +349,6 @@ def _remember(
 def fresh_build(built: Built) -> Built:
     """``built`` compiled again in this kernel: what a build loaded from disk cannot show (its
     LLVM IR and assembly) comes from this one; it is not written to disk."""
-    return build_module(built.mod, built.target, force=True, checked=built.checked, persist=False)
+    return build_module(
+        built.mod, built.target, force=True, checked=built.checked, isolate=False, persist=False
+    )

@@ -30,7 +30,8 @@ from .targets import device_for, gpu_present, is_gpu_target, target_kind
 from .tir_walk import extern_calls
 
 
-def _kind(value: Any) -> str:
+def array_kind(value: Any) -> str:
+    """``torch``, ``numpy``, ``tvm`` or ``other``: what kind of array a caller passed."""
     module = type(value).__module__ or ""
     if module.startswith("torch"):
         return "torch"
@@ -41,8 +42,9 @@ def _kind(value: Any) -> str:
     return "other"
 
 
-def _as_numpy(value: Any) -> Any:
-    kind = _kind(value)
+def as_numpy(value: Any) -> Any:
+    """A NumPy array holding ``value``'s data (a PyTorch tensor's and a TVM tensor's too)."""
+    kind = array_kind(value)
     if kind == "torch":
         return value.detach().cpu().numpy()
     if kind == "tvm":
@@ -85,7 +87,7 @@ def scalar_argument(sig: Signature, index: int, value: Any) -> int | float | boo
             f"{sig.name}: argument {param.name!r} has shape {tuple(int(s) for s in shape)}, "
             f"{expected}"
         )
-    item = _as_numpy(value).item() if _kind(value) in ("numpy", "torch", "tvm") else value
+    item = as_numpy(value).item() if array_kind(value) in ("numpy", "torch", "tvm") else value
     if not isinstance(item, numbers.Real):  # bool and NumPy's numbers are Real too
         raise CallError(
             f"{sig.name}: argument {param.name!r} is a {type(value).__name__}, {expected}"
@@ -147,14 +149,9 @@ def require_device_here(target: Any, what: str = "the target is") -> None:
         )
 
 
-def to_device(
-    built: Any, sig: Signature, args: tuple[Any, ...], device: Any = None
-) -> tuple[list[Any], int]:
-    """TVM tensors for ``args`` (allocating outputs when only inputs are given) on ``device``
-    (default: the local device of the build's target).
-
-    Returns the tensors and the number of outputs allocated here.
-    """
+def argument_count(sig: Signature, args: tuple[Any, ...]) -> tuple[int, int]:
+    """``(parameters, inputs)`` of ``sig``; a ``CallError`` unless ``args`` passes one or the
+    other (only the inputs: the call allocates the outputs)."""
     n_all, n_in = len(sig.params), len(sig.inputs)
     if sig.relax:
         n_all = n_in = len(sig.params)
@@ -164,6 +161,18 @@ def to_device(
             f"{sig.name} takes {wanted}: {', '.join(p.describe() for p in sig.params)}; "
             f"got {len(args)} argument(s)"
         )
+    return n_all, n_in
+
+
+def to_device(
+    built: Any, sig: Signature, args: tuple[Any, ...], device: Any = None
+) -> tuple[list[Any], int]:
+    """TVM tensors for ``args`` (allocating outputs when only inputs are given) on ``device``
+    (default: the local device of the build's target).
+
+    Returns the tensors and the number of outputs allocated here.
+    """
+    n_all, n_in = argument_count(sig, args)
     dev = device_for(built.target) if device is None else device
     tensors = []
     for index, value in enumerate(args):
@@ -171,7 +180,7 @@ def to_device(
             tensors.append(scalar_argument(sig, index, value))
             continue
         check_argument(sig, index, value)
-        tensors.append(tensor(_as_numpy(value).copy(), device=dev))
+        tensors.append(tensor(as_numpy(value).copy(), device=dev))
     allocated = 0
     if len(args) == n_in and n_all != n_in:
         for param in sig.outputs:
@@ -237,15 +246,17 @@ def runtime_function(built: Any, name: str, remote: Any = None) -> Any:
     return call
 
 
-def _copy_back(values: tuple[Any, ...], tensors: list[Any]) -> None:
+def copy_into_callers(values: tuple[Any, ...], tensors: list[Any]) -> None:
+    """Copy each of ``tensors`` (TVM tensors or NumPy arrays) into the caller's array in
+    ``values`` (NumPy, PyTorch or TVM), so a call writes where the caller expects."""
     for value, out in zip(values, tensors, strict=False):
-        kind = _kind(value)
+        kind = array_kind(value)
         if kind == "numpy" and value.flags.writeable:
-            np.copyto(value, out.numpy())
+            np.copyto(value, as_numpy(out))
         elif kind == "torch":
             import torch  # deferred: optional, and slow to import
 
-            value.copy_(torch.from_numpy(out.numpy()))
+            value.copy_(torch.from_numpy(as_numpy(out)))
         elif kind == "tvm":
             value.copyfrom(out)
 
@@ -260,15 +271,15 @@ def written_indices(sig: Signature) -> list[int]:
     ]
 
 
-def _array_indices(sig: Signature, n_args: int) -> list[int]:
+def array_indices(sig: Signature, n_args: int) -> list[int]:
     """Positions of the arguments that are arrays (a scalar is passed by value: nothing to copy back)."""
     return [i for i in range(n_args) if i >= len(sig.params) or not sig.params[i].scalar]
 
 
-def _convert(out: Any, like: str) -> Any:
+def as_kind(out: Any, like: str) -> Any:
     """A result as the kind of array the call was given; a tuple of outputs as a tuple."""
     if is_array(out) or isinstance(out, (tuple, list)):
-        return tuple(_convert(item, like) for item in out)
+        return tuple(as_kind(item, like) for item in out)
     if like == "torch":
         import torch  # deferred: optional, and slow to import
 
@@ -280,7 +291,7 @@ def _convert(out: Any, like: str) -> Any:
 
 def _on_device(value: Any, device: Any) -> bool:
     """A TVM tensor already on ``device``: a call can hand it to the kernel as it is."""
-    if _kind(value) != "tvm":
+    if array_kind(value) != "tvm":
         return False
     where = value.device
     return int(where.dlpack_device_type()) == int(device.dlpack_device_type()) and int(
@@ -327,8 +338,8 @@ def call_arguments(
     def copy_back() -> None:
         if allocated or sig.relax:
             return
-        written = written_indices(sig) or _array_indices(sig, len(args))
-        _copy_back(tuple(args[i] for i in written), [tensors[i] for i in written])
+        written = written_indices(sig) or array_indices(sig, len(args))
+        copy_into_callers(tuple(args[i] for i in written), [tensors[i] for i in written])
 
     return tensors, allocated, copy_back
 
@@ -345,13 +356,13 @@ def bound_function(built: Any, name: str | None) -> Any:
 
     def call(*args: Any) -> Any:
         tensors, allocated, copy_back = call_arguments(built, sig, args)
-        like = _kind(args[0]) if args else "numpy"
+        like = array_kind(args[0]) if args else "numpy"
         like = "numpy" if like == "other" else like
         result = func(*tensors)
         if sig.relax:
-            return _convert(result, like)
+            return as_kind(result, like)
         if allocated:
-            outs = [_convert(t, like) for t in tensors[-allocated:]]
+            outs = [as_kind(t, like) for t in tensors[-allocated:]]
             return outs[0] if len(outs) == 1 else tuple(outs)
         copy_back()
         return None

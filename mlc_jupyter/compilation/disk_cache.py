@@ -51,8 +51,10 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def load(key: str, mod: Any, relax: bool) -> tuple[Any, float] | None:
-    """``(executable, original build seconds)`` of the entry for ``key``, or ``None``.
+def load(key: str, mod: Any, relax: bool) -> tuple[Any, float, str] | None:
+    """``(executable, original build seconds, library)`` of the entry for ``key``, or ``None``;
+    the executable runs from ``library``, a private copy of the entry's (an isolated build's
+    worker loads that same file).
 
     A damaged entry (a file that does not match its checksum, JSON that does not parse, a
     library that does not load, another module under the same key) is removed.
@@ -79,14 +81,16 @@ def load(key: str, mod: Any, relax: bool) -> tuple[Any, float] | None:
         return None
     with contextlib.suppress(OSError):  # recently used (unless another kernel evicted it since)
         os.utime(meta_path)
-    return executable, float(meta.get("build_s", 0.0))
+    return executable, float(meta.get("build_s", 0.0)), copy
 
 
-def store(key: str, mod: Any, executable: Any, build_s: float, relax: bool = False) -> Any:
+def store(
+    key: str, mod: Any, executable: Any, build_s: float, relax: bool = False
+) -> tuple[Any, str] | None:
     """Write the entry for ``key``: objects emitted and linked now, the rest in the background.
 
-    Returns the build loaded from the library just linked (``None`` when it could not be
-    written): emitting the objects is LLVM's code generation, and the in-memory build would do
+    Returns the build loaded from the library just linked and the path of the private copy it
+    runs from (``None`` when it could not be written): emitting the objects is LLVM's code generation, and the in-memory build would do
     it once more, as a JIT compile, on its first call. The module's text (for the equality check
     of a later hit) is written in the background.
     """
@@ -108,7 +112,8 @@ def store(key: str, mod: Any, executable: Any, build_s: float, relax: bool = Fal
         library.rename(staging / name)
         for obj in linked["objects"]:
             Path(obj).unlink(missing_ok=True)
-        loaded = load_executable(_private_copy(staging / name), relax)
+        copy = _private_copy(staging / name)
+        loaded = load_executable(copy, relax)
     except Exception:  # noqa: BLE001 - no compiler, full disk: the build stays in memory only
         shutil.rmtree(staging, ignore_errors=True)
         return None
@@ -120,7 +125,7 @@ def store(key: str, mod: Any, executable: Any, build_s: float, relax: bool = Fal
         _pending[:] = [t for t in _pending if t.is_alive()]
         _pending.append(thread)
     thread.start()
-    return loaded
+    return loaded, copy
 
 
 _private: list[Path] = []

@@ -13,6 +13,8 @@ def built_text(built: Built, name: str = "") -> str:
         how = "cached on disk, built before"
     if getattr(built, "checked", False):
         how += ", checked (every buffer index is tested at run time)"
+    if getattr(built, "isolated", False):
+        how += ", isolated (its functions run in a worker process: a crash fails the call)"
     funcs = "; ".join(
         f"{n}({', '.join(p.describe() for p in sig.params)})" for n, sig in built.signatures.items()
     )

@@ -11,7 +11,7 @@ from IPython.display import display
 
 from ..compilation import SCHEDULES, SOURCE_KINDS, build_module, generated_source
 from ..compilation.remote import parse_rpc, remote_target
-from ..config import checked_builds, set_checked_builds
+from ..config import checked_builds, isolated_builds, set_checked_builds, set_isolated_builds
 from ..display.build import built_text
 from ..display.highlight import code_bundle
 from ..errors import KernelCompileError
@@ -36,6 +36,13 @@ class BuildMagics(Magics):
         help="test every buffer index at run time: a bad index raises instead of corrupting memory",
     )
     @argument(
+        "--isolate",
+        action="store_true",
+        default=None,
+        help="run the functions in a worker process: a kernel that crashes fails its call, "
+        "not the notebook (TIR modules on the CPU)",
+    )
+    @argument(
         "--rpc",
         default=None,
         help="HOST:PORT:KEY (or 'env'): build for that RPC server's GPU (its arch and limits)",
@@ -55,7 +62,8 @@ class BuildMagics(Magics):
         A CUDA build is compiled to GPU code when nvcc is installed (``--show ptx``).
         A kernel that TVM proves to index outside a buffer is refused before it is built, at
         the cell line of the access; --checked (or %mlc_checked on) also catches the indices
-        only known at run time.
+        only known at run time. --isolate (or %mlc_isolate on) runs the functions in a worker
+        process, so a kernel that crashes (SIGSEGV) fails its call and the notebook lives on.
         The kernels a Relax model's operators become get default schedules (``--schedule
         none``: as ``tvm.compile`` builds them); kernels written by hand keep their loops.
         """
@@ -71,6 +79,7 @@ class BuildMagics(Magics):
                     target,
                     force=args.force,
                     checked=args.checked,
+                    isolate=args.isolate,
                     schedule=args.schedule,
                     on_progress=progress,
                 )
@@ -98,6 +107,26 @@ class BuildMagics(Magics):
         if args.state is not None:
             set_checked_builds(args.state == "on")
         print(f"checked builds: {'on' if checked_builds() else 'off'}")
+
+    @magic_arguments()
+    @argument("state", nargs="?", choices=["on", "off"], default=None, help="on or off")
+    @line_magic
+    def mlc_isolate(self, line: str) -> None:
+        """Switch isolated builds on or off for the session (TIR modules built for the CPU by
+        %mlc_build, the course's tvm.build); without an argument, say which.
+
+        An isolated build's functions run in a worker process with the caller's arrays copied
+        through shared memory, so a kernel that crashes (SIGSEGV, SIGBUS, an abort) raises
+        KernelCrashError in its cell and the notebook's variables survive.
+        """
+        args = parse_argstring(self.mlc_isolate, line)
+        if args.state is not None:
+            set_isolated_builds(args.state == "on")
+        print(
+            f"isolated builds: {'on' if isolated_builds() else 'off'}"
+            + (" (builds made from now on run their functions in a worker process)"
+               if isolated_builds() else "")
+        )  # fmt: skip
 
 
 def _cell_with(shell: Any, words: tuple[str, ...]) -> tuple[str, int, str] | None:

@@ -27,6 +27,7 @@ from ..compilation.call import (
     to_device,
     written_indices,
 )
+from ..compilation.isolate import IsolatedCall
 from ..errors import MLCError, RemoteError
 from .reference import as_arrays, compare, reference_outputs, torch_inputs
 from .timer import (
@@ -84,6 +85,8 @@ def tvm_contender(
     an RPC server's device instead of this machine's.
     """
     sig = prepare(built, func_name, local=remote is None)
+    if built.isolated and remote is None:
+        return isolated_contender(built, sig, inputs, name, number)
     device = remote.device(built.target) if remote is not None else device_for(built.target)
     tensors, allocated = to_device(built, sig, tuple(inputs), device if remote else None)
     n_out = allocated or sig.n_outputs
@@ -119,6 +122,37 @@ def tvm_contender(
         bytes=model_bytes(built.mod) if sig.relax else argument_bytes(built.mod, sig.name),
         target=describe_target(built.target) + where,
         device=f"{device_name(built.target)}{where}",
+    )
+
+
+def isolated_contender(
+    built: Built, sig: Any, inputs: list[Any], name: str, number: int | None = None
+) -> Contender:
+    """An isolated build's function, run and timed in its worker process (TVM's evaluator
+    there, on arguments copied into shared memory once), so a crash fails the row's cell, not
+    the notebook; the report says where it was timed."""
+    isolated = IsolatedCall(built, sig, tuple(inputs))
+    isolated.worker.start()  # its pid names it in the report
+
+    def outputs() -> list[Any]:
+        isolated.run()
+        return isolated.outputs()
+
+    def calibrate(min_s: float) -> tuple[Sampler, int]:
+        calls = number or isolated.calibrate(min_s)
+        return (lambda: isolated.sample(calls)), calls
+
+    where = f"isolated worker (pid {isolated.worker.pid})"
+    return Contender(
+        name,
+        "tvm",
+        outputs,
+        calibrate,
+        flops=estimate_flops(built.mod, sig.name),
+        bytes=argument_bytes(built.mod, sig.name),
+        target=describe_target(built.target),
+        device=f"{device_name(built.target)}, {where}",
+        notes=[f"{name}: timed in its {where}, by TVM's time_evaluator there"],
     )
 
 

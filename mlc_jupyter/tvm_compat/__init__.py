@@ -105,6 +105,7 @@ from .runtime import (
     load_executable,
     tensor,
     tensor_type,
+    tensor_view,
 )
 from .schedule import (
     ANNOTATE_INSTRUCTION,
@@ -271,6 +272,7 @@ __all__ = [
     "tensor_intrin_class",
     "tensor_shape_dtype",
     "tensor_type",
+    "tensor_view",
     "tir",
     "tir_nodes",
     "torch_frontend",

@@ -30,6 +30,11 @@ def test_tensors_pools_benchmarks_and_exported_libraries_behave_as_0_27s(tmp_pat
     out = tvm_compat.empty((4,))
     loaded["main"](tvm_compat.tensor(np.ones(4, "float32")), out)
     np.testing.assert_array_equal(out.numpy(), np.full(4, 3.0, "float32"))
+    memory = np.zeros(4 + 16, "float32")  # a view that is 64-byte aligned, as mmap'd memory is
+    start = (-memory.ctypes.data % 64) // 4
+    written = memory[start : start + 4]
+    loaded["main"](tvm_compat.tensor(np.ones(4, "float32")), tvm_compat.tensor_view(written))
+    np.testing.assert_array_equal(written, np.full(4, 3.0, "float32"))  # no copy: written there
 
 
 def test_the_exported_loaders_runtime_code_runs_on_this_tvm():
