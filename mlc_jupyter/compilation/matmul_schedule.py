@@ -61,9 +61,6 @@ MIN_ROWS = 4
 MICRO_ROWS = (4, 6, 8)
 #: Vector registers across the micro-kernel's columns.
 MICRO_VECTORS = (2, 3, 4)
-#: Registers the micro-kernel leaves free for the B vectors and the A broadcast (the space's
-#: check; the default tile keeps :func:`.conv_schedule.fits_registers`'s stricter rule).
-SPARE_REGISTERS = 4
 #: The default tile's ``k`` unroll (at most; the largest divisor of the reduction up to it).
 K_UNROLL = 4
 #: Parallel jobs per core of the default tile: column blocks first (each core keeps its slice of
@@ -204,7 +201,7 @@ def _micro_choices(rows: int, vectors: int, unit: VectorUnit) -> tuple[list[int]
         mr = [max(d for d in range(1, 9) if rows % d == 0)]
     if not nv:
         nv = [max(d for d in range(1, 5) if vectors % d == 0)]
-    if not micro_kernel_fits(min(mr), min(nv), unit.registers - SPARE_REGISTERS):
+    if not fits_registers(min(mr), min(nv), unit.registers):
         raise NotMatmul("no micro-kernel fits the vector registers")
     return mr, nv
 
@@ -314,11 +311,6 @@ def weight_b(sch: Any, layout_free_attr: str) -> bool:
     _inline_producers(probe, block)
     b = region_buffer(probe.get(block).reads[matmul_roles(probe, block).b_index])
     return any(func.params[int(i)].same_as(b) for i in func.attrs[layout_free_attr])
-
-
-def micro_kernel_fits(rows: int, vectors: int, budget: int) -> bool:
-    """Whether a micro-kernel of ``rows x vectors`` accumulators fits ``budget`` registers."""
-    return rows * vectors <= budget
 
 
 def _divisors(n: int) -> list[int]:
