@@ -6,6 +6,9 @@ Two kernels: the book's 128x128 ``mm_relu`` as written (a call of tens of micros
 milliseconds, where the round trip shows) and a 1024x1024 matmul scheduled with ``parallel`` and
 ``vectorize`` (tens of milliseconds, where it should vanish). The two calls alternate (one of
 each per turn), so both see the same machine; medians over ``--calls`` turns and their ratio.
+In turns, each call also shares the cores with the other process's TVM threads, which spin for a
+while after a parallel kernel; ``alone`` is the isolated call's median over as many calls in a
+row, after this process's threads went quiet (a notebook that calls only the isolated build).
 Also the worker's start (TVM imported again) and the first call after a crash's restart.
 
 Usage: ``python bench/bench_isolate.py [--calls 200] [--large-calls 15]``.
@@ -81,7 +84,8 @@ def main() -> None:
     print(f"# bench_isolate, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")  # fmt: skip
-    print(f"{'kernel':42} {'direct ms':>10} {'isolated ms':>12} {'extra ms':>9} {'ratio':>7}")
+    print(f"{'kernel':42} {'direct ms':>10} {'isolated ms':>12} {'extra ms':>9} {'ratio':>7} "
+          f"{'alone ms':>9} {'ratio':>7}")  # fmt: skip
     for name, (mod, func, args) in kernels().items():
         direct = build_module(mod, "llvm")[func]
         isolated = build_module(mod, "llvm", isolate=True)[func]
@@ -97,8 +101,10 @@ def main() -> None:
             taken[0].append(wall_s(lambda: direct(*args)))  # noqa: B023 - called at once
             taken[1].append(wall_s(lambda: isolated(*args)))  # noqa: B023
         plain, far = (statistics.median(t) for t in taken)
+        time.sleep(1.0)  # this process's TVM threads stop spinning
+        alone = statistics.median(wall_s(lambda: isolated(*args)) for _ in range(turns))  # noqa: B023
         print(f"{name:42} {plain * 1e3:10.3f} {far * 1e3:12.3f} {(far - plain) * 1e3:9.3f} "
-              f"{far / plain:7.2f}")  # fmt: skip
+              f"{far / plain:7.2f} {alone * 1e3:9.3f} {alone / plain:7.2f}")  # fmt: skip
     process = worker()
     process.kill()
     small, func, args = kernels()["mm_relu 128x128 (book 2.4)"]
