@@ -461,3 +461,42 @@ def test_a_module_with_t_bool_function_attributes_builds_and_keeps_noalias(shell
     assert result.success, result.error_in_exec
     assert bool(shell.user_ns["double"].attrs["tirx.noalias"])
     np.testing.assert_array_equal(shell.user_ns["b"], np.arange(8) * 2)
+
+
+def test_under_mlc_isolate_on_the_books_tvm_build_crashes_its_cell_not_the_shell(shell):
+    from mlc_jupyter.errors import KernelCrashError
+
+    shell.run_cell_magic(
+        "tir",
+        "-q",
+        "@T.prim_func\n"
+        'def scatter(A: T.Buffer((8,), "float32"), idx: T.Buffer((8,), "int32"), '
+        'B: T.Buffer((8,), "float32")):\n'
+        "    for i in range(8):\n"
+        '        with T.block("B"):\n'
+        "            vi = T.axis.spatial(8, i)\n"
+        "            B[idx[vi]] = A[vi]\n",
+    )
+    try:
+        shell.run_line_magic("mlc_isolate", "on")
+        result, _ = _run(
+            shell,
+            'import numpy as np\nimport tvm\nrt_lib = tvm.build(scatter, target="llvm")\n'
+            "a = tvm.nd.array(np.arange(8, dtype='float32'))\n"
+            "idx = tvm.nd.array(np.array([7, 6, 5, 50_000_000, 3, 2, 1, 0], dtype='int32'))\n"
+            "b = tvm.nd.array(np.zeros(8, dtype='float32'))\n",
+        )
+        assert result.success, result.error_in_exec
+        assert shell.user_ns["rt_lib"].built.isolated
+        result, captured = _run(shell, 'rt_lib["scatter"](a, idx, b)\n')
+        assert isinstance(result.error_in_exec, KernelCrashError)
+        assert "scatter crashed with SIGSEGV" in captured.stdout
+        result, _ = _run(
+            shell,
+            "idx = tvm.nd.array(np.arange(8, dtype='int32')[::-1].copy())\n"
+            'rt_lib["scatter"](a, idx, b)\n',
+        )
+        assert result.success, result.error_in_exec
+        np.testing.assert_array_equal(shell.user_ns["b"].numpy(), np.arange(8)[::-1])
+    finally:
+        shell.run_line_magic("mlc_isolate", "off")
