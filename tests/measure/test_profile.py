@@ -103,9 +103,23 @@ class _GilHolder:
 def test_a_thread_holding_the_gil_does_not_inflate_the_kernels_rows(separable_block):
     # The kernels used to be timed from the VM's Python instrument: each call waited for the
     # GIL, and a small kernel's row read a thread switch (milliseconds) instead of its own time
-    # (tens of microseconds). Timed in turns, with and without such a thread: a relation.
-    alone = profile_kernels(separable_block, runs=3)
-    with _GilHolder():
-        beside = profile_kernels(separable_block, runs=3)
-    assert beside.kernel_s < 3 * alone.kernel_s + 3e-4
+    # (tens of microseconds). Timed in turns, with and without such a thread: a relation. The
+    # GIL's cost was in every sample; another process on a shared machine (a CI runner) only
+    # sometimes takes a core from a parallel kernel, so the relation must hold in one of three
+    # turns, not in each.
+    turns = []
+    for _ in range(3):
+        alone = profile_kernels(separable_block, runs=3)
+        with _GilHolder():
+            beside = profile_kernels(separable_block, runs=3)
+        turns.append((alone, beside))
+        if beside.kernel_s < 3 * alone.kernel_s + 3e-4:
+            break
+    else:
+        pytest.fail(
+            "beside a thread holding the GIL the kernels read "
+            + ", ".join(
+                f"{b.kernel_s * 1e3:.3f} ms (alone {a.kernel_s * 1e3:.3f})" for a, b in turns
+            )
+        )
     assert not beside.disturbed or beside.busy or not alone.disturbed
