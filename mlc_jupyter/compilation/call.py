@@ -277,15 +277,18 @@ def array_indices(sig: Signature, n_args: int) -> list[int]:
 
 
 def as_kind(out: Any, like: str) -> Any:
-    """A result as the kind of array the call was given; a tuple of outputs as a tuple."""
+    """A result (a TVM tensor, or a NumPy array copied back from an isolated worker) as the kind
+    of array the call was given; a tuple of outputs as a tuple."""
     if is_array(out) or isinstance(out, (tuple, list)):
         return tuple(as_kind(item, like) for item in out)
     if like == "torch":
         import torch  # deferred: optional, and slow to import
 
-        return torch.from_numpy(out.numpy())
+        return torch.from_numpy(out if isinstance(out, np.ndarray) else out.numpy())
     if like == "numpy" and isinstance(out, tensor_type()):
         return out.numpy()
+    if like == "tvm" and isinstance(out, np.ndarray):
+        return tensor(out)
     return out
 
 

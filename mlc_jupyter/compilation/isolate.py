@@ -37,12 +37,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import BuildError, CallError, KernelCrashError
-from ..tvm_compat import tensor
 from .bounds import stopped_out_of_bounds
 from .call import (
     argument_count,
     array_indices,
     array_kind,
+    as_kind,
     as_numpy,
     check_argument,
     compiled_symbol,
@@ -451,7 +451,7 @@ def isolated_function(built: Any, name: str | None) -> Any:
             isolated = IsolatedCall(built, sig, args, process.arena)
             isolated.run()
             if isolated.allocated:
-                outs = [_as_kind(v, like) for v in isolated.outputs()]
+                outs = [as_kind(v, like) for v in isolated.outputs()]
                 return outs[0] if len(outs) == 1 else tuple(outs)
             isolated.copy_back()
         return None
@@ -461,14 +461,3 @@ def isolated_function(built: Any, name: str | None) -> Any:
     call.func_name = sig.name  # type: ignore[attr-defined]
     call.__doc__ = f"{sig.name}({', '.join(p.describe() for p in sig.params)}), isolated"
     return call
-
-
-def _as_kind(array: np.ndarray, like: str) -> Any:
-    """A result as the kind of array the call was given."""
-    if like == "torch":
-        import torch  # deferred: optional, and slow to import
-
-        return torch.from_numpy(array)
-    if like == "tvm":
-        return tensor(array)
-    return array

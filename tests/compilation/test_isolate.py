@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from build_support import RELAX_ADD, SCATTER
 
 from mlc_jupyter.cells import parse_script
 from mlc_jupyter.compilation import build_module
@@ -20,15 +21,6 @@ from mlc_jupyter.errors import BuildError, KernelCrashError
 
 REPO = Path(__file__).resolve().parents[2]
 
-#: A kernel that writes through a data-dependent index: static analysis cannot refuse it.
-SCATTER = """
-@T.prim_func
-def scatter(A: T.Buffer((16,), "float32"), idx: T.Buffer((16,), "int32"), B: T.Buffer((16,), "float32")):
-    for i in range(16):
-        with T.block("B"):
-            vi = T.axis.spatial(16, i)
-            B[idx[vi]] = A[vi]
-"""
 
 #: A kernel that runs for many seconds (a serial chain of float adds, n x 2^20 of them).
 SPIN = """
@@ -114,18 +106,6 @@ def test_ctrl_c_during_an_isolated_call_ends_the_worker_and_the_next_call_works(
     a[:] = 0
     spin["spin"](a, 1)
     assert a[0] > 0
-
-
-RELAX_ADD = """
-@I.ir_module
-class M:
-    @R.function
-    def main(x: R.Tensor((4,), "float32")):
-        with R.dataflow():
-            lv = R.add(x, x)
-            R.output(lv)
-        return lv
-"""
 
 
 def test_isolating_a_relax_build_is_refused_when_asked_and_noted_under_the_session_mode(

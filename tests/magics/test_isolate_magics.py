@@ -5,35 +5,16 @@ cell, the shell and its variables live on, the next call writes the caller's arr
 from __future__ import annotations
 
 import numpy as np
+from build_support import RELAX_ADD, SCATTER
 from IPython.utils.capture import capture_output
 
 from mlc_jupyter.errors import BuildError, KernelCrashError
-
-SCATTER = """
-@T.prim_func
-def scatter(A: T.Buffer((16,), "float32"), idx: T.Buffer((16,), "int32"), B: T.Buffer((16,), "float32")):
-    for i in range(16):
-        with T.block("B"):
-            vi = T.axis.spatial(16, i)
-            B[idx[vi]] = A[vi]
-"""
 
 ARRAYS = """import numpy as np
 A = np.arange(16, dtype="float32")
 idx = np.arange(16, dtype="int32")[::-1].copy()
 idx[3] = 50_000_000
 B = np.zeros(16, "float32")
-"""
-
-RELAX_ADD = """
-@I.ir_module
-class M:
-    @R.function
-    def main(x: R.Tensor((4,), "float32")):
-        with R.dataflow():
-            lv = R.add(x, x)
-            R.output(lv)
-        return lv
 """
 
 
