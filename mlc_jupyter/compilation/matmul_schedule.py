@@ -354,8 +354,15 @@ def rule_tile(extents: tuple[int, int, int], batch: int, unit: VectorUnit, cores
     jobs = max(1, math.ceil(JOBS_PER_CORE * cores / batch))
     col_tiles = _split_jobs(cols // (unit.lanes * nv), jobs)
     row_tiles = _split_jobs(rows // mr, math.ceil(jobs / col_tiles[0]))
-    unroll = max(d for d in _divisors(k) if d <= K_UNROLL)
+    unroll = rule_k_unroll(k)
     return RuleTile(mr, nv, row_tiles, col_tiles, [k // unroll, unroll])
+
+
+def rule_k_unroll(k: int) -> int:
+    """The default micro-kernel's unroll of a ``k``-long reduction: the largest divisor of ``k``
+    up to :data:`K_UNROLL` (a few broadcast-FMA steps in a row, with no loop test between them).
+    Winograd's matrix products (:mod:`.winograd`) take the same rule."""
+    return max(d for d in _divisors(k) if d <= K_UNROLL)
 
 
 def rule_decisions(tile: RuleTile) -> Callable[..., Any]:

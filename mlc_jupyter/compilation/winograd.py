@@ -35,6 +35,7 @@ import numpy as np
 
 from ..tvm_compat import constant_array, get_block, tir, tir_nodes, tvm, winograd_matrices
 from .conv_schedule import fits_registers
+from .matmul_schedule import rule_k_unroll
 from .tir_walk import ir_nodes
 
 #: Block names of the Winograd kernel (the schedule finds its steps by them).
@@ -197,7 +198,7 @@ MAX_UNROLL = 4
 def tile_choices(func: Any, lanes: int) -> tuple[list[int], list[int]]:
     """The row blocks (divisors of the padded tile count) and channel vectors the products'
     register tile is sampled from."""
-    rows, channels = product_shape(func)
+    rows, channels, _ = product_extents(func)
     return _divisors(rows, MAX_ROWS), _divisors(channels // lanes, MAX_VECTORS)
 
 
@@ -340,32 +341,36 @@ def rule_rows(registers: int) -> int:
     return 4 if registers <= 16 else 8
 
 
-def rule_decisions(rows: int, channels: int, lanes: int, registers: int) -> Decisions:
+def rule_decisions(
+    rows: int, channels: int, lanes: int, registers: int, reduction: int
+) -> Decisions:
     """The default register tile of the matrix products: ``rows`` tiles (the plan's) by as
-    many vectors of output channels as fit."""
+    many vectors of output channels as fit, the ``reduction`` (input channels) unrolled as the
+    matmul micro-kernel's rule unrolls its ``k``."""
     vectors = max(
         v for v in range(1, MAX_VECTORS + 1)
         if (channels // lanes) % v == 0 and (v == 1 or fits_registers(rows, v, registers))
     )  # fmt: skip
-    return Decisions(rows, vectors)
+    return Decisions(rows, vectors, min(rule_k_unroll(reduction), MAX_UNROLL))
 
 
-def product_shape(func: Any) -> tuple[int, int]:
-    """The padded tile count and output channels of a Winograd kernel's matrix products."""
+def product_extents(func: Any) -> tuple[int, int, int]:
+    """The padded tile count, output channels and input channels (the reduction) of a Winograd
+    kernel's matrix products."""
     nodes = tir_nodes()
     for node, _ in ir_nodes(func.body):
         if isinstance(node, nodes.Block) and str(node.name_hint) == PRODUCT:
             extents = [int(iv.dom.extent) for iv in node.iter_vars]
-            return extents[2], extents[3]
+            return extents[2], extents[3], extents[4]
     raise LookupError(PRODUCT)
 
 
 def rule_decisions_for(func: Any, lanes: int, registers: int) -> Decisions:
     """:func:`rule_decisions` for a Winograd kernel: its rows divide the padded tile count."""
-    rows, channels = product_shape(func)
+    rows, channels, reduction = product_extents(func)
     wanted = rule_rows(registers)
     fit = max(r for r in range(1, wanted + 1) if rows % r == 0)
-    return rule_decisions(fit, channels, lanes, registers)
+    return rule_decisions(fit, channels, lanes, registers, reduction)
 
 
 def legalize(call: Any, bb: Any, plan: Plan) -> Any:

@@ -10,6 +10,7 @@ import torch
 from model_support import torch_seed
 
 from mlc_jupyter.compilation import build_module, clear_cache, winograd
+from mlc_jupyter.compilation.matmul_schedule import rule_k_unroll
 from mlc_jupyter.models import import_model
 from mlc_jupyter.tvm_compat import prim_func_type, winograd_matrices
 
@@ -102,3 +103,13 @@ def test_the_transform_matrices_compute_a_correlation(m):
     d, w = rng.random(m + 2), rng.random(3)
     direct = np.array([d[i : i + 3] @ w for i in range(m)])
     np.testing.assert_allclose(a.T @ ((g @ w) * (b.T @ d)), direct, rtol=1e-12)
+
+
+@pytest.mark.parametrize(("size", "channels"), RESNET18_SHAPES)
+def test_the_default_products_unroll_the_input_channels_as_the_matmul_rule_does(size, channels):
+    # the products are tiles x C times C x K matmuls: their reduction is unrolled by the same
+    # rule as the matmul micro-kernel's k (a run of broadcast-FMA steps without a loop test)
+    decisions = winograd.rule_decisions(4, channels, 8, 16, channels)
+    assert decisions.unroll == rule_k_unroll(channels) > 1
+    assert channels % decisions.unroll == 0 and decisions.unroll <= winograd.MAX_UNROLL
+    assert (decisions.rows, decisions.vectors) == (4, 2)  # AVX2: 8 lanes, 16 registers
