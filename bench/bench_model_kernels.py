@@ -6,7 +6,7 @@ can rest on one kernel's figure: rounds run every kernel once in turn (a busy ma
 of them alike), and the table gives each kernel's median and minimum over the rounds, its calls
 per model run, its share, GFLOP/s and % of its roof (the machine's measured limits).
 
-    python bench/bench_model_kernels.py --model mobilenet [--threads 1] [--rounds 15]
+    python bench/bench_model_kernels.py --model mobilenet|resnet18|encoder [--threads 1] [--rounds 15]
 
 Set ``TVM_NUM_THREADS`` through ``--threads`` (one thread is less disturbed by other processes
 on a shared machine, and compares per-core efficiency).
@@ -23,7 +23,9 @@ from pathlib import Path
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=("mobilenet", "resnet18"), default="mobilenet")
+    parser.add_argument(
+        "--model", choices=("mobilenet", "resnet18", "encoder"), default="mobilenet"
+    )
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--only", default="", help="time only kernels whose name contains this")
@@ -34,7 +36,7 @@ def main() -> None:
     import torch
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from model_support import mobilenet_v1, resnet18
+    from model_support import encoder_layer, mobilenet_v1, resnet18
 
     from mlc_jupyter.compilation import build_module
     from mlc_jupyter.compilation.model_costs import kernel_calls
@@ -45,8 +47,12 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    model = mobilenet_v1() if args.model == "mobilenet" else resnet18()
-    built = build_module(import_model(model, torch.randn(1, 3, 224, 224)))
+    if args.model == "encoder":
+        model, example = encoder_layer(), torch.randn(1, 128, 256)
+    else:
+        model = mobilenet_v1() if args.model == "mobilenet" else resnet18()
+        example = torch.randn(1, 3, 224, 224)
+    built = build_module(import_model(model, example))
     calls = kernel_calls(built.mod)
     limits = machine_limits()
     _tvm = tvm()

@@ -11,6 +11,8 @@ passes made a schedule:
   with its tile chosen by rule.
 * CPU, convolutions, pooling, means: :mod:`.conv_schedule`'s direct convolution (Winograd for the
   3x3 convolutions a build legalised so, :mod:`.winograd`).
+* CPU, softmax over the last axis: legalised as topi's ``fast_softmax`` and scheduled a row at a
+  time by :mod:`.softmax_schedule` (each exponential computed once, vectorised).
 * CPU, the rest: MetaSchedule's default design space for the kernel (its schedule rules: inlining,
   multi-level tiling with a write cache, parallel / vector / unroll annotations), with each
   sampling decision chosen by a rule instead of at random (:func:`_tile`): the innermost loop of
@@ -158,7 +160,7 @@ def legalize_and_fuse(mod: Any, target: Any) -> Any:
 def _cpu_legalizations(target: Any) -> dict[str, Callable[[Any, Any], Any]]:
     """Relax operators a CPU build turns into kernels of its own: 3x3 stride-1 convolutions
     that gain from it become Winograd kernels (:mod:`.winograd`), the rest TVM's."""
-    from . import conv_schedule, winograd  # deferred: import TVM at import time
+    from . import conv_schedule, softmax_schedule, winograd  # deferred: import TVM at import time
 
     conv2d = tvm().ir.Op.get("relax.nn.conv2d").get_attr("FLegalize")
     unit = conv_schedule.vector_unit(target)
@@ -167,7 +169,10 @@ def _cpu_legalizations(target: Any) -> dict[str, Callable[[Any, Any], Any]]:
         plan = winograd.plan_for(call, unit.lanes, unit.registers)
         return conv2d(bb, call) if plan is None else winograd.legalize(call, bb, plan)
 
-    return {"relax.nn.conv2d": legalize_conv2d}
+    return {
+        "relax.nn.conv2d": legalize_conv2d,
+        "relax.nn.softmax": softmax_schedule.legalize_softmax,
+    }
 
 
 def _module_pass(rewrite: Callable[[Any], Any], name: str) -> Any:
@@ -381,6 +386,7 @@ def _cpu_schedule(func: Any, target: Any) -> tuple[Any, Any] | None:
     window = (
         _winograd_schedule(task, target)
         or _window_schedule(task, target)
+        or _softmax_schedule(task, target)
         or _matmul_schedule(task, target)
     )
     if window is not None:
@@ -454,6 +460,25 @@ def _window_schedule(task: Any, target: Any) -> tuple[Any, Any] | None:
             if not postproc.apply(sch):
                 return None
     except conv_schedule.NotWindow:
+        return None
+    except Exception:  # noqa: BLE001 - a primitive refused: MetaSchedule's space schedules it
+        return None
+    return sch.mod["main"].with_attr(SCHEDULED, True), sch.trace
+
+
+def _softmax_schedule(task: Any, target: Any) -> tuple[Any, Any] | None:
+    """The row-at-a-time softmax of :mod:`.softmax_schedule` (``None`` for any other kernel)."""
+    from . import conv_schedule, softmax_schedule  # deferred: imports TVM at import time
+
+    ms = metaschedule()
+    sch = Schedule(task)
+    try:
+        softmax_schedule.schedule_softmax(sch, conv_schedule.vector_unit(target).lanes)
+        sch.enter_postproc()
+        for postproc in ms.postproc.Postproc.create("llvm"):
+            if not postproc.apply(sch):
+                return None
+    except softmax_schedule.NotSoftmax:
         return None
     except Exception:  # noqa: BLE001 - a primitive refused: MetaSchedule's space schedules it
         return None
