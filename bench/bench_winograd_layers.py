@@ -1,0 +1,93 @@
+"""Bench: ResNet-18's 3x3 stride-1 layers as a direct convolution, F(2x2, 3x3) and F(4x4, 3x3).
+
+The evidence behind Winograd's reach in the default build (``compilation/winograd.py``,
+``TILE_FROM`` and ``MAX_WEIGHT_BYTES``): each layer (NHWC, a ReLU fused) is scheduled as the
+default build schedules it (``default_schedule.cpu_schedule``) three ways, and the nine kernels
+are timed in turns. One thread and CPU time per call (``time.thread_time``): on a machine that
+other processes share, the time a kernel waits for a core is left out, so a ratio between two
+ways holds where wall-clock figures swing by tens of percent.
+
+    python bench/bench_winograd_layers.py [--rounds 11]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+#: ResNet-18's 3x3 stride-1 convolutions: (output size, channels).
+LAYERS = ((56, 64), (28, 128), (14, 256), (7, 512))
+WAYS = ("direct", 2, 4)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=11)
+    parser.add_argument("--seconds", type=float, default=0.05, help="CPU time per sample")
+    args = parser.parse_args()
+    os.environ["TVM_NUM_THREADS"] = "1"
+
+    import numpy as np
+
+    from mlc_jupyter.compilation import resolve_target, winograd
+    from mlc_jupyter.compilation.default_schedule import cpu_schedule
+    from mlc_jupyter.tvm_compat import ir_module_type, param_buffers, tvm
+
+    _tvm = tvm()
+    te = _tvm.te
+    target = resolve_target("llvm")
+    device = _tvm.cpu()
+    rng = np.random.default_rng(0)
+    kernels = {}
+    for size, channels in LAYERS:
+        for way in WAYS:
+            data = te.placeholder((1, size, size, channels), name="data")
+            if way == "direct":
+                weight = te.placeholder((3, 3, channels, channels), name="weight")
+                out = _tvm.topi.nn.conv2d(
+                    data, weight, 1, 1, 1, data_layout="NHWC", kernel_layout="HWIO"
+                )
+            else:
+                weight = te.placeholder((way + 2, way + 2, channels, channels), name="weight")
+                out = winograd.winograd_compute(data, weight, (1, 1, 1, 1), winograd.Plan(way, 4))
+            relu = _tvm.topi.nn.relu(out)
+            func = te.create_prim_func([data, weight, relu]).with_attr("layout_free_buffers", [1])
+            scheduled = cpu_schedule(func, target)
+            lib = _tvm.compile(
+                ir_module_type()({"main": scheduled.with_attr("global_symbol", "main")}), target
+            )
+            tensors = [
+                _tvm.runtime.tensor(rng.random([int(s) for s in b.shape]).astype("float32"), device)
+                for b in param_buffers(scheduled)
+            ]
+            kernels[(size, channels, way)] = (lib["main"], tensors, lib)
+    samples: dict[tuple, list[float]] = {key: [] for key in kernels}
+    start_load = os.getloadavg()[0]
+    for _ in range(args.rounds):
+        for key, (call, tensors, _lib) in kernels.items():
+            call(*tensors)
+            start, calls = time.thread_time(), 0
+            while time.thread_time() - start < args.seconds:
+                call(*tensors)
+                calls += 1
+            samples[key].append((time.thread_time() - start) / calls)
+    print(
+        f"ResNet-18's 3x3 layers, 1 thread, CPU time per call, {args.rounds} rounds in turns; "
+        f"load {start_load:.2f} before, {os.getloadavg()[0]:.2f} after; target {target}"
+    )
+    print(f"{'layer':12s} {'way':9s} {'median us':>10s} {'min us':>9s}  direct / this")
+    for size, channels in LAYERS:
+        direct = statistics.median(samples[(size, channels, "direct")])
+        for way in WAYS:
+            secs = samples[(size, channels, way)]
+            name = "direct" if way == "direct" else f"F({way}x{way})"
+            print(
+                f"{size}x{size}x{channels:<6d} {name:9s} {statistics.median(secs) * 1e6:10.1f}"
+                f" {min(secs) * 1e6:9.1f}  {direct / statistics.median(secs):.2f}x"
+            )
+
+
+if __name__ == "__main__":
+    main()
