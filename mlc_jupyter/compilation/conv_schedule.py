@@ -179,6 +179,28 @@ def rule_tile(window: Window, registers: int) -> tuple[int, int]:
     return max(fits, key=lambda mv: (mv[0] * mv[1], mv[1]))
 
 
+def depthwise_rule_tile(sch: Any, window: Window, registers: int) -> tuple[int, int]:
+    """The default tile of a window kernel: :func:`rule_tile`, except that a depthwise
+    convolution whose rule tile is one vector wide takes two vectors on AVX2 (16 registers) where
+    the accumulators fit with two registers spare.
+
+    :func:`rule_tile` counts a weight vector per channel vector and a broadcast; a depthwise
+    tile has no broadcast and reads each tap's weight vector once per row of the tile, so a row
+    of one vector (MobileNet's 14x14 and 7x7 layers) left half the registers idle; two vectors
+    ran faster there, in turns (``bench/results/bench_depthwise_tiles_*``)."""
+    rows, vectors = rule_tile(window, registers)
+    widths = tile_choices(window)[1]
+    if (
+        registers <= 16
+        and vectors == 1
+        and 2 in widths
+        and 2 * rows <= registers - 2
+        and _kernel_column(sch, list(window.reduction)) is not None
+    ):
+        return rows, 2
+    return rows, vectors
+
+
 #: What the parallel loop runs outermost: blocks of output channels (each core keeps its part of
 #: the weights; the default) or rows of pixels (each core keeps its rows of the input).
 ORDERS = ("channels", "pixels")

@@ -453,7 +453,7 @@ def _window_schedule(task: Any, target: Any) -> tuple[Any, Any] | None:
         dtype = conv_schedule.find_window(sch, 16).dtype
         unit = conv_schedule.vector_unit(target, dtype)
         window = conv_schedule.find_window(sch, unit.lanes)
-        rows, vectors = conv_schedule.rule_tile(window, unit.registers)
+        rows, vectors = conv_schedule.depthwise_rule_tile(sch, window, unit.registers)
         conv_schedule.schedule_window(sch, unit, conv_schedule.Decisions(rows, vectors))
         sch.enter_postproc()
         for postproc in ms.postproc.Postproc.create("llvm"):

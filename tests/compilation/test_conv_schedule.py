@@ -14,6 +14,7 @@ from mlc_jupyter.compilation import build_module
 from mlc_jupyter.compilation.conv_schedule import (
     NotWindow,
     Window,
+    depthwise_rule_tile,
     find_window,
     fits_registers,
     rule_tile,
@@ -178,3 +179,26 @@ def test_no_layout_kernel_runs_after_the_last_convolution(net):
     convs = [i for i, name in enumerate(called) if "conv2d" in name]
     layout = [i for i, name in enumerate(called) if "transpose" in name or "layout" in name]
     assert all(convs[0] > i for i in layout) and len(layout) <= 1, called
+
+
+def _conv_window(groups):
+    """The window of a 3x3 convolution of a 14x14x64 NHWC input as a CPU build legalises it."""
+    from torch import nn
+
+    from mlc_jupyter.compilation.default_schedule import legalize_and_fuse
+    from mlc_jupyter.compilation.targets import resolve_target
+
+    conv = nn.Conv2d(64, 64, 3, padding=1, groups=groups, bias=False).eval()
+    fused = legalize_and_fuse(import_model(conv, torch.randn(1, 64, 14, 14)).mod, resolve_target())
+    (func,) = [f for gv, f in _kernels(fused).items() if "conv2d" in gv]
+    sch = Schedule(tvm().IRModule({"main": func.with_attr("global_symbol", "main")}))
+    return sch, find_window(sch, 8)
+
+
+def test_a_depthwise_tile_one_vector_wide_takes_two_on_avx2():
+    sch, window = _conv_window(groups=64)
+    assert rule_tile(window, 16) == (7, 1)
+    assert depthwise_rule_tile(sch, window, 16) == (7, 2)  # 14 accumulators, 2 registers spare
+    assert depthwise_rule_tile(sch, window, 32) == rule_tile(window, 32)  # measured on AVX2 only
+    dense_sch, dense = _conv_window(groups=1)
+    assert depthwise_rule_tile(dense_sch, dense, 16) == rule_tile(dense, 16)
