@@ -205,15 +205,3 @@ def scatter(A: T.Buffer((16,), "float32"), idx: T.Buffer((16,), "int32"), B: T.B
             vi = T.axis.spatial(16, i)
             B[idx[vi]] = A[vi]
 """
-
-#: A one-operator Relax module (a VM executable, which is never isolated).
-RELAX_ADD = """
-@I.ir_module
-class M:
-    @R.function
-    def main(x: R.Tensor((4,), "float32")):
-        with R.dataflow():
-            lv = R.add(x, x)
-            R.output(lv)
-        return lv
-"""

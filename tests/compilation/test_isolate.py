@@ -111,10 +111,11 @@ def test_ctrl_c_during_an_isolated_call_ends_the_worker_and_the_next_call_works(
 def test_isolating_a_relax_build_is_refused_when_asked_and_noted_under_the_session_mode(
     monkeypatch,
 ):
-    mod = parse_script(RELAX_ADD, {}, kind="relax").objects["M"]
+    mod = parse_script(RELAX_ADD, {}, kind="relax").objects["AddTwice"]
     with pytest.raises(BuildError, match="Relax VM executable is not isolated"):
         build_module(mod, "llvm", isolate=True, persist=False)
     monkeypatch.setenv("MLC_JUPYTER_ISOLATE", "1")
     built = build_module(mod, "llvm", persist=False)
     assert not built.isolated and any("not isolated" in note for note in built.notes)
-    np.testing.assert_array_equal(built(np.ones(4, "float32")), 2)  # runs in this process
+    one = np.ones((4, 4), "float32")
+    np.testing.assert_array_equal(built(one, one), 3)  # x + 2 y, run in this process

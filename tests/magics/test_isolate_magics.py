@@ -64,6 +64,6 @@ def test_isolate_on_one_build_leaves_the_others_in_process_and_a_relax_build_is_
         np.testing.assert_array_equal(shell.user_ns["B"], np.arange(16, dtype="float32")[::-1])
     shell.run_cell_magic("relax", "--quiet", RELAX_ADD)
     with capture_output() as shown:
-        result = shell.run_cell("%mlc_build M --isolate")
+        result = shell.run_cell("%mlc_build AddTwice --isolate")
     assert isinstance(result.error_in_exec, BuildError)
     assert "--isolate: a Relax VM executable is not isolated" in shown.stdout
