@@ -430,15 +430,12 @@ def _winograd_schedule(task: Any, target: Any) -> tuple[Any, Any] | None:
 
     if winograd.tile_of(task["main"]) is None:
         return None
-    ms = metaschedule()
     sch = Schedule(task)
     unit = conv_schedule.vector_unit(target)
     decisions = winograd.rule_decisions_for(task["main"], unit.lanes, unit.registers)
     winograd.schedule_winograd(sch, unit.lanes, decisions)
-    sch.enter_postproc()
-    for postproc in ms.postproc.Postproc.create("llvm"):
-        if not postproc.apply(sch):
-            return None
+    if not _postprocessed(sch):
+        return None
     return sch.mod["main"].with_attr(SCHEDULED, True), sch.trace
 
 
@@ -447,7 +444,6 @@ def _window_schedule(task: Any, target: Any) -> tuple[Any, Any] | None:
     (``None`` for a kernel it does not apply to)."""
     from . import conv_schedule  # deferred: imports TVM at import time
 
-    ms = metaschedule()
     sch = Schedule(task)
     try:
         dtype = conv_schedule.find_window(sch, 16).dtype
@@ -455,10 +451,8 @@ def _window_schedule(task: Any, target: Any) -> tuple[Any, Any] | None:
         window = conv_schedule.find_window(sch, unit.lanes)
         rows, vectors = conv_schedule.depthwise_rule_tile(sch, window, unit.registers)
         conv_schedule.schedule_window(sch, unit, conv_schedule.Decisions(rows, vectors))
-        sch.enter_postproc()
-        for postproc in ms.postproc.Postproc.create("llvm"):
-            if not postproc.apply(sch):
-                return None
+        if not _postprocessed(sch):
+            return None
     except conv_schedule.NotWindow:
         return None
     except Exception:  # noqa: BLE001 - a primitive refused: MetaSchedule's space schedules it
@@ -466,18 +460,22 @@ def _window_schedule(task: Any, target: Any) -> tuple[Any, Any] | None:
     return sch.mod["main"].with_attr(SCHEDULED, True), sch.trace
 
 
+def _postprocessed(sch: Any) -> bool:
+    """Apply MetaSchedule's CPU post-processors to a rule-scheduled kernel, as its search does to a
+    candidate; ``False`` when one refuses it (MetaSchedule's space then schedules the kernel)."""
+    sch.enter_postproc()
+    return all(postproc.apply(sch) for postproc in metaschedule().postproc.Postproc.create("llvm"))
+
+
 def _softmax_schedule(task: Any, target: Any) -> tuple[Any, Any] | None:
     """The row-at-a-time softmax of :mod:`.softmax_schedule` (``None`` for any other kernel)."""
     from . import conv_schedule, softmax_schedule  # deferred: imports TVM at import time
 
-    ms = metaschedule()
     sch = Schedule(task)
     try:
         softmax_schedule.schedule_softmax(sch, conv_schedule.vector_unit(target).lanes)
-        sch.enter_postproc()
-        for postproc in ms.postproc.Postproc.create("llvm"):
-            if not postproc.apply(sch):
-                return None
+        if not _postprocessed(sch):
+            return None
     except softmax_schedule.NotSoftmax:
         return None
     except Exception:  # noqa: BLE001 - a primitive refused: MetaSchedule's space schedules it
