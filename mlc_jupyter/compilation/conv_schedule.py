@@ -323,10 +323,21 @@ def _is_copy(sch: Any, block: Any) -> bool:
 
 
 def _parallel_vectorised(sch: Any, block: Any, lanes: int) -> None:
-    """A producer at the root: its outer loops fused and parallel, its last loop vectorised."""
-    loops = list(sch.get_loops(block))
-    if len(loops) > 1:
-        sch.parallel(sch.fuse(*loops[:-1]))
-    if int(sch.get(loops[-1]).extent) % lanes == 0:
-        _, lane = sch.split(loops[-1], [None, lanes])
+    """A producer at the root (the padded copy of the input): its rows in parallel, each row's
+    pixels in a loop of their own and the channels vectorised, or unrolled when there are fewer
+    than a vector of them (an RGB image).
+
+    Rows, not pixels, are the parallel unit: a loop over all pixels divided and took the
+    remainder by the row length at every pixel, which cost a stem convolution's padded copy of a
+    three-channel image more than the copy itself (``bench/bench_input_layout.py``)."""
+    *rows, channels = sch.get_loops(block)
+    if len(rows) > 1:
+        rows = rows[:-1]  # the row's pixels stay a loop of their own
+    if rows:
+        sch.parallel(sch.fuse(*rows) if len(rows) > 1 else rows[0])
+    extent = int(sch.get(channels).extent)
+    if extent % lanes == 0:
+        _, lane = sch.split(channels, [None, lanes])
         sch.vectorize(lane)
+    elif extent < lanes:
+        sch.unroll(channels)

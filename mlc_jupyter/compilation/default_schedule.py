@@ -48,6 +48,7 @@ from ..tvm_compat import (
     tvm,
     vector_bits,
 )
+from . import input_layout
 from .dataflow_outputs import return_outputs
 from .intrinsics import load_tensor_intrinsics
 from .reshape_sinking import sink_reshapes
@@ -145,6 +146,7 @@ def legalize_and_fuse(mod: Any, target: Any) -> Any:
         _module_pass(fold_constants, "FoldConstantsInNumPy"),
         _module_pass(fold_affine_epilogues, "FoldAffineEpilogues"),
         _module_pass(sink_reshapes, "SinkReshapes"),
+        *([_module_pass(_input_transposes_folder(target), "FoldInputTransposes")] if cpu else []),
         transform.LegalizeOps(_cpu_legalizations(target) if cpu else None),
         transform.AnnotateTIROpPattern(),
         transform.FoldConstant(),
@@ -166,6 +168,8 @@ def _cpu_legalizations(target: Any) -> dict[str, Callable[[Any, Any], Any]]:
     unit = conv_schedule.vector_unit(target)
 
     def legalize_conv2d(bb: Any, call: Any) -> Any:
+        if input_layout.is_folded(call):
+            return input_layout.legalize(bb, call)
         plan = winograd.plan_for(call, unit.lanes, unit.registers)
         return conv2d(bb, call) if plan is None else winograd.legalize(call, bb, plan)
 
@@ -173,6 +177,19 @@ def _cpu_legalizations(target: Any) -> dict[str, Callable[[Any, Any], Any]]:
         "relax.nn.conv2d": legalize_conv2d,
         "relax.nn.softmax": softmax_schedule.legalize_softmax,
     }
+
+
+def _input_transposes_folder(target: Any) -> Callable[[Any], Any]:
+    """:func:`.input_layout.fold_input_transposes` for ``target``: a first convolution that
+    becomes a Winograd kernel keeps its input transpose (the Winograd kernel reads NHWC)."""
+    from . import conv_schedule, winograd  # deferred: import TVM at import time
+
+    unit = conv_schedule.vector_unit(target)
+
+    def winograd_planned(call: Any) -> bool:
+        return winograd.plan_for(call, unit.lanes, unit.registers) is not None
+
+    return lambda mod: input_layout.fold_input_transposes(mod, keep=winograd_planned)
 
 
 def _module_pass(rewrite: Callable[[Any], Any], name: str) -> Any:
