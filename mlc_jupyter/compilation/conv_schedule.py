@@ -8,7 +8,9 @@ build time. Every kernel whose single reduction writes an NHWC tensor (convoluti
 1x1 ones, max and average pooling, a mean over H and W) then gets one structure, written with
 TensorIR's primitives (the GotoBLAS micro-kernel, applied to a convolution):
 
-* the output tile is ``mr`` pixels of one row by ``nv`` vectors of channels, accumulated in a
+* the output tile is ``mr`` pixels of one row (or of the image's pixels taken as one axis, where
+  a row's length divides into poor tiles: :func:`rule_decisions`) by ``nv`` vectors of channels,
+  accumulated in a
   ``local`` cache of the output (``cache_write``), unrolled over ``mr`` and ``nv`` and vectorised
   over the lanes, so LLVM keeps the tile in registers; the reduction loops (kernel rows, kernel
   columns, input channels) run around it, the innermost split so that it can be unrolled;
@@ -45,6 +47,7 @@ from ..tvm_compat import (
     llvm_system_triple,
     tir,
     tvm,
+    var_dtype,
     vector_bits,
 )
 from .targets import is_cpu
@@ -208,11 +211,63 @@ ORDERS = ("channels", "pixels")
 
 @dataclass(frozen=True)
 class Decisions:
-    """The sizes the default build chooses (the tuning space samples them instead)."""
+    """The sizes the default build chooses (the tuning space samples them instead).
+
+    ``rows`` is the tile's pixels: of one row of the output, or, with ``across_rows``, of the
+    image's pixels taken as one axis (:func:`rule_decisions`)."""
 
     rows: int
     vectors: int
     unroll: int = 1
+    across_rows: bool = False
+
+
+def rule_decisions(sch: Any, window: Window, registers: int) -> Decisions:
+    """The default build's tile: :func:`depthwise_rule_tile`, or, for a convolution that
+    reduces over input channels, a tile of pixels across rows where it holds more accumulators.
+
+    A row of 14 pixels (MobileNet's and ResNet's 14x14 layers) divides into 7 x 1 vector at
+    best on AVX2: every broadcast then feeds one FMA. Taking the 196 pixels as one axis allows
+    4 pixels x 2 vectors, where each broadcast feeds two (``bench/bench_conv_tiles.py``). A
+    depthwise convolution or a pooling keeps its rows: neighbouring pixels of a row share the
+    input columns they overlap on (:func:`_kernel_column`)."""
+    rows, vectors = depthwise_rule_tile(sch, window, registers)
+    extents = [int(sch.get(loop).extent) for loop in window.reduction]
+    if len(extents) != 3 or extents[-1] == 1:  # pooling, a mean, a depthwise convolution
+        return Decisions(rows, vectors)
+    pixels = _divisors(_pixels(sch, window), MAX_ROWS)
+    widths = tile_choices(window)[1]
+    fits = [(m, v) for m in pixels for v in widths if fits_registers(m, v, registers)]
+    m, v = max(fits, key=lambda mv: (mv[0] * mv[1], mv[1]))
+    if m * v > rows * vectors:
+        return Decisions(m, v, across_rows=True)
+    return Decisions(rows, vectors)
+
+
+def _pixels(sch: Any, window: Window) -> int:
+    """The output's pixels per image (height x width)."""
+    return int(sch.get(window.spatial[-3]).extent) * window.width
+
+
+def _pixels_as_one_axis(sch: Any, window: Window) -> Window:
+    """``window`` with its block's height and width iterated as one axis of pixels."""
+    width, pixels = window.width, _pixels(sch, window)
+    arity = len(sch.get(window.block).iter_vars)
+
+    def fused(*iters: Any) -> list[Any]:
+        *images, y, x, channel = iters[:4]
+        return [*images, y * tir().const(width, var_dtype(y)) + x, channel, *iters[4:]]
+
+    dtype = var_dtype(sch.get(window.block).iter_vars[0].var)
+    sch.transform_block_layout(
+        window.block, tir().IndexMap.from_func(fused, ndim=arity, index_dtype=dtype)
+    )
+    loops = list(sch.get_loops(window.block))
+    spatial = len(window.spatial) - 1
+    return Window(
+        window.block, window.before, window.after, loops[:spatial], loops[spatial:],
+        pixels, window.channels, window.lanes, window.dtype,
+    )  # fmt: skip
 
 
 def schedule_window(
@@ -236,8 +291,11 @@ def schedule_window(
             sch.compute_inline(block)
         except Exception as err:  # noqa: BLE001 - TVM's ScheduleError
             raise NotWindow(f"an epilogue cannot be inlined: {type(err).__name__}") from None
-    rows, vectors = tile_choices(window)
     chosen = decisions or Decisions(*rule_tile(window, unit.registers))
+    rows_of_image = window
+    if chosen.across_rows:
+        window = _pixels_as_one_axis(sch, window)
+    rows, vectors = tile_choices(window)
     mr = sch.sample_categorical(
         rows, [1.0 / len(rows)] * len(rows), decision=rows.index(chosen.rows) if decisions else None
     )
@@ -276,6 +334,14 @@ def schedule_window(
             sch.reverse_compute_inline(window.after[-1])
         except Exception as err:  # noqa: BLE001 - TVM's ScheduleError
             raise NotWindow(f"the epilogue cannot follow the tile: {type(err).__name__}") from None
+    if chosen.across_rows:  # the accumulators and their write-back by pixel, as the tile runs
+        width = rows_of_image.width
+
+        def by_pixel(image: Any, y: Any, x: Any, channel: Any) -> list[Any]:
+            return [image, y * tir().const(width, var_dtype(y)) + x, channel]
+
+        sch.transform_layout(window.block, ("write", 0), by_pixel)
+        sch.transform_block_layout(write, by_pixel)
     sch.reverse_compute_at(write, outer, preserve_unit_loops=True)  # same loops for any tile
     sch.unroll(ri)
     sch.unroll(xi)

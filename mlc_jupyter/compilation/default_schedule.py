@@ -466,8 +466,8 @@ def _window_schedule(task: Any, target: Any) -> tuple[Any, Any] | None:
         dtype = conv_schedule.find_window(sch, 16).dtype
         unit = conv_schedule.vector_unit(target, dtype)
         window = conv_schedule.find_window(sch, unit.lanes)
-        rows, vectors = conv_schedule.depthwise_rule_tile(sch, window, unit.registers)
-        conv_schedule.schedule_window(sch, unit, conv_schedule.Decisions(rows, vectors))
+        decisions = conv_schedule.rule_decisions(sch, window, unit.registers)
+        conv_schedule.schedule_window(sch, unit, decisions)
         if not _postprocessed(sch):
             return None
     except conv_schedule.NotWindow:

@@ -12,11 +12,13 @@ from model_support import mobilenet_v1
 
 from mlc_jupyter.compilation import build_module
 from mlc_jupyter.compilation.conv_schedule import (
+    Decisions,
     NotWindow,
     Window,
     depthwise_rule_tile,
     find_window,
     fits_registers,
+    rule_decisions,
     rule_tile,
 )
 from mlc_jupyter.compilation.default_schedule import PACKED_SUFFIX, PACKING_SUFFIX
@@ -180,14 +182,14 @@ def test_no_layout_kernel_runs_before_the_first_or_after_the_last_convolution(ne
     assert not [name for name in called if "transpose" in name or "layout" in name], called
 
 
-def _conv_window(groups):
-    """The window of a 3x3 convolution of a 14x14x64 NHWC input as a CPU build legalises it."""
+def _conv_window(groups, kernel=3):
+    """The window of a convolution of a 14x14x64 NHWC input as a CPU build legalises it."""
     from torch import nn
 
     from mlc_jupyter.compilation.default_schedule import legalize_and_fuse
     from mlc_jupyter.compilation.targets import resolve_target
 
-    conv = nn.Conv2d(64, 64, 3, padding=1, groups=groups, bias=False).eval()
+    conv = nn.Conv2d(64, 64, kernel, padding=kernel // 2, groups=groups, bias=False).eval()
     fused = legalize_and_fuse(import_model(conv, torch.randn(1, 64, 14, 14)).mod, resolve_target())
     (func,) = [f for gv, f in _kernels(fused).items() if "conv2d" in gv]
     sch = Schedule(tvm().IRModule({"main": func.with_attr("global_symbol", "main")}))
@@ -201,3 +203,34 @@ def test_a_depthwise_tile_one_vector_wide_takes_two_on_avx2():
     assert depthwise_rule_tile(sch, window, 32) == rule_tile(window, 32)  # measured on AVX2 only
     dense_sch, dense = _conv_window(groups=1)
     assert depthwise_rule_tile(dense_sch, dense, 16) == rule_tile(dense, 16)
+
+
+def test_a_14x14_convolution_tiles_pixels_across_rows_on_avx2_and_a_depthwise_one_keeps_rows():
+    # 14 pixels a row allow 7 x 1 vector at best with 16 registers; the image's 196 pixels as one
+    # axis allow 4 x 2 (8 accumulators, each broadcast feeding two FMAs)
+    sch, dense = _conv_window(groups=1, kernel=1)
+    assert rule_decisions(sch, dense, 16) == Decisions(4, 2, across_rows=True)
+    assert not rule_decisions(sch, dense, 32).across_rows  # 32 registers: a row tiles well
+    sch, depthwise = _conv_window(groups=64)
+    assert rule_decisions(sch, depthwise, 16) == Decisions(7, 2)  # rows share their loads
+
+
+@pytest.mark.parametrize(
+    ("kernel", "stride", "size"),
+    [(3, 2, 28), (1, 1, 14), (1, 2, 28)],  # 14x14 outputs of ResNet and MobileNet (direct ones)
+)
+def test_a_convolution_tiled_across_rows_agrees_with_pytorch(kernel, stride, size):
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(32, 64, kernel, stride=stride, padding=kernel // 2), nn.ReLU()
+    ).eval()
+    x = torch.randn(1, 32, size, size, generator=torch.Generator().manual_seed(2))
+    built = build_module(import_model(model, x), persist=False)
+    (name,) = [n for n in _kernels(built.mod) if "conv2d" in n]
+    text = _kernels(built.mod)[name].script()
+    assert "T.int64(196)" in text, text  # the pixels as one axis
+    with torch.no_grad():
+        expected = model(x).numpy()
+    np.testing.assert_allclose(np.asarray(built(x.numpy())), expected, rtol=1e-4, atol=1e-4)
