@@ -1,9 +1,10 @@
-"""Bench: the register tile of 14x14 convolutions, a row's pixels against pixels across rows.
+"""Bench: the register tile of 14x14 and 7x7 convolutions, a row's pixels against pixels
+across rows.
 
-A row of 14 pixels divides into 7 pixels x 1 vector of output channels at best on AVX2 (16
-vector registers): each broadcast of an input feeds one FMA. Taking the image's 196 pixels as
-one axis allows 4 pixels x 2 vectors, each broadcast feeding two FMAs
-(``conv_schedule.rule_decisions``). Each layer (NHWC, bias and ReLU fused, the weight packed in
+A row of 14 or 7 pixels divides into 7 pixels x 1 vector of output channels at best on AVX2
+(16 vector registers): each broadcast of an input feeds one FMA. Taking the image's pixels as
+one axis allows 4 pixels x 2 vectors, each broadcast feeding two FMAs; of 49 pixels the last
+tile has one, the other three predicated off (``conv_schedule.rule_decisions``). Each layer (NHWC, bias and ReLU fused, the weight packed in
 panels the width of the tile, as ``RewriteLayout`` packs it at build time) is scheduled both
 ways with ``conv_schedule.schedule_window`` and timed in turns: one thread and CPU time per call
 (``time.thread_time``), which other processes on a shared machine disturb less than wall time.
@@ -18,13 +19,17 @@ import os
 import statistics
 import time
 
-#: 14x14 layers of ResNet-18 and MobileNet v1 at 224 x 224 that reduce over input channels:
-#: (name, input size, in channels, out channels, kernel, stride).
+#: 14x14 and 7x7 layers of ResNet-18 and MobileNet v1 at 224 x 224 that the default build
+#: computes as direct convolutions: (name, input size, in channels, out channels, kernel, stride).
 LAYERS = (
     ("resnet18 3x3/2 128->256", 28, 128, 256, 3, 2),
     ("resnet18 1x1/2 128->256", 28, 128, 256, 1, 2),
     ("mobilenet 1x1 256->512", 14, 256, 512, 1, 1),
     ("mobilenet 1x1 512->512", 14, 512, 512, 1, 1),
+    ("resnet18 3x3/2 256->512", 14, 256, 512, 3, 2),
+    ("resnet18 3x3 512->512", 7, 512, 512, 3, 1),
+    ("mobilenet 1x1 512->1024", 7, 512, 1024, 1, 1),
+    ("mobilenet 1x1 1024->1024", 7, 1024, 1024, 1, 1),
 )
 #: (label, Decisions arguments): the rule's tile on a row before, and across rows now.
 WAYS = (("7x1 on a row", (7, 1)), ("4x2 across rows", (4, 2, 1, True)))
@@ -96,7 +101,7 @@ def main() -> None:
                 calls += 1
             samples[key].append((time.thread_time() - start) / calls)
     print(
-        f"14x14 convolutions, 1 thread, CPU time per call, {args.rounds} rounds in turns; "
+        f"14x14 and 7x7 convolutions, 1 thread, CPU time per call, {args.rounds} rounds in turns; "
         f"load {start_load:.2f} before, {os.getloadavg()[0]:.2f} after; target {target}"
     )
     print(f"{'layer':26s} {'tile':16s} {'median us':>10s} {'min us':>9s} {'GFLOP/s':>8s}  speed-up")

@@ -226,20 +226,34 @@ def rule_decisions(sch: Any, window: Window, registers: int) -> Decisions:
     """The default build's tile: :func:`depthwise_rule_tile`, or, for a convolution that
     reduces over input channels, a tile of pixels across rows where it holds more accumulators.
 
-    A row of 14 pixels (MobileNet's and ResNet's 14x14 layers) divides into 7 x 1 vector at
-    best on AVX2: every broadcast then feeds one FMA. Taking the 196 pixels as one axis allows
-    4 pixels x 2 vectors, where each broadcast feeds two (``bench/bench_conv_tiles.py``). A
+    On AVX2, a row of 14 or 7 pixels (the 14x14 and 7x7 layers of MobileNet and ResNet) divides into
+    7 x 1 vector at best on AVX2: every broadcast then feeds one FMA. Taking the image's pixels
+    as one axis allows 4 pixels x 2 vectors, where each broadcast feeds two
+    (``bench/bench_conv_tiles.py``); where the tile does not divide the pixels (49), the last
+    tile's missing pixels are predicated off, and the rule counts them as lost accumulators. A
     depthwise convolution or a pooling keeps its rows: neighbouring pixels of a row share the
     input columns they overlap on (:func:`_kernel_column`)."""
     rows, vectors = depthwise_rule_tile(sch, window, registers)
     extents = [int(sch.get(loop).extent) for loop in window.reduction]
     if len(extents) != 3 or extents[-1] == 1:  # pooling, a mean, a depthwise convolution
         return Decisions(rows, vectors)
-    pixels = _divisors(_pixels(sch, window), MAX_ROWS)
-    widths = tile_choices(window)[1]
-    fits = [(m, v) for m in pixels for v in widths if fits_registers(m, v, registers)]
-    m, v = max(fits, key=lambda mv: (mv[0] * mv[1], mv[1]))
-    if m * v > rows * vectors:
+    pixels = _pixels(sch, window)
+    widths = [v for v in tile_choices(window)[1] if v > 1]  # a broadcast feeding two FMAs or more
+    fits = [
+        (m, v)
+        for m in range(1, min(pixels, MAX_ROWS) + 1)
+        for v in widths
+        if fits_registers(m, v, registers)
+    ]
+    if registers > 16 or not fits:  # measured on AVX2 only; a row tiles well with 32
+        return Decisions(rows, vectors)
+
+    def used(mv: tuple[int, int]) -> tuple[float, int]:
+        m, v = mv
+        return m * v * pixels / (-(-pixels // m) * m), v  # accumulators that hold pixels
+
+    m, v = max(fits, key=used)
+    if used((m, v))[0] > rows * vectors:
         return Decisions(m, v, across_rows=True)
     return Decisions(rows, vectors)
 
@@ -296,6 +310,8 @@ def schedule_window(
     if chosen.across_rows:
         window = _pixels_as_one_axis(sch, window)
     rows, vectors = tile_choices(window)
+    if chosen.across_rows:  # a tile that does not divide the pixels: the last one predicated
+        rows = sorted({*rows, chosen.rows})
     mr = sch.sample_categorical(
         rows, [1.0 / len(rows)] * len(rows), decision=rows.index(chosen.rows) if decisions else None
     )

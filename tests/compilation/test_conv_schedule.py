@@ -182,15 +182,17 @@ def test_no_layout_kernel_runs_before_the_first_or_after_the_last_convolution(ne
     assert not [name for name in called if "transpose" in name or "layout" in name], called
 
 
-def _conv_window(groups, kernel=3):
-    """The window of a convolution of a 14x14x64 NHWC input as a CPU build legalises it."""
+def _conv_window(groups, kernel=3, size=14):
+    """The window of a convolution of a 64-channel NHWC input as a CPU build legalises it."""
     from torch import nn
 
     from mlc_jupyter.compilation.default_schedule import legalize_and_fuse
     from mlc_jupyter.compilation.targets import resolve_target
 
     conv = nn.Conv2d(64, 64, kernel, padding=kernel // 2, groups=groups, bias=False).eval()
-    fused = legalize_and_fuse(import_model(conv, torch.randn(1, 64, 14, 14)).mod, resolve_target())
+    fused = legalize_and_fuse(
+        import_model(conv, torch.randn(1, 64, size, size)).mod, resolve_target()
+    )
     (func,) = [f for gv, f in _kernels(fused).items() if "conv2d" in gv]
     sch = Schedule(tvm().IRModule({"main": func.with_attr("global_symbol", "main")}))
     return sch, find_window(sch, 8)
@@ -205,7 +207,7 @@ def test_a_depthwise_tile_one_vector_wide_takes_two_on_avx2():
     assert depthwise_rule_tile(dense_sch, dense, 16) == rule_tile(dense, 16)
 
 
-def test_a_14x14_convolution_tiles_pixels_across_rows_on_avx2_and_a_depthwise_one_keeps_rows():
+def test_small_convolutions_tile_pixels_across_rows_on_avx2_and_a_depthwise_one_keeps_rows():
     # 14 pixels a row allow 7 x 1 vector at best with 16 registers; the image's 196 pixels as one
     # axis allow 4 x 2 (8 accumulators, each broadcast feeding two FMAs)
     sch, dense = _conv_window(groups=1, kernel=1)
@@ -213,11 +215,14 @@ def test_a_14x14_convolution_tiles_pixels_across_rows_on_avx2_and_a_depthwise_on
     assert not rule_decisions(sch, dense, 32).across_rows  # 32 registers: a row tiles well
     sch, depthwise = _conv_window(groups=64)
     assert rule_decisions(sch, depthwise, 16) == Decisions(7, 2)  # rows share their loads
+    # 7 x 7: 4 x 2 across rows although 4 does not divide 49 (the last tile's pixel predicated)
+    sch, small = _conv_window(groups=1, kernel=1, size=7)
+    assert rule_decisions(sch, small, 16) == Decisions(4, 2, across_rows=True)
 
 
 @pytest.mark.parametrize(
     ("kernel", "stride", "size"),
-    [(3, 2, 28), (1, 1, 14), (1, 2, 28)],  # 14x14 outputs of ResNet and MobileNet (direct ones)
+    [(3, 2, 28), (1, 1, 14), (1, 2, 28), (3, 1, 7), (1, 1, 7)],  # ResNet's and MobileNet's
 )
 def test_a_convolution_tiled_across_rows_agrees_with_pytorch(kernel, stride, size):
     from torch import nn
@@ -230,7 +235,7 @@ def test_a_convolution_tiled_across_rows_agrees_with_pytorch(kernel, stride, siz
     built = build_module(import_model(model, x), persist=False)
     (name,) = [n for n in _kernels(built.mod) if "conv2d" in n]
     text = _kernels(built.mod)[name].script()
-    assert "T.int64(196)" in text, text  # the pixels as one axis
+    assert f"T.int64({(size // stride) ** 2})" in text, text  # the pixels as one axis
     with torch.no_grad():
         expected = model(x).numpy()
     np.testing.assert_allclose(np.asarray(built(x.numpy())), expected, rtol=1e-4, atol=1e-4)
