@@ -226,8 +226,8 @@ def rule_decisions(sch: Any, window: Window, registers: int) -> Decisions:
     """The default build's tile: :func:`depthwise_rule_tile`, or, for a convolution that
     reduces over input channels, a tile of pixels across rows where it holds more accumulators.
 
-    On AVX2, a row of 14 or 7 pixels (the 14x14 and 7x7 layers of MobileNet and ResNet) divides into
-    7 x 1 vector at best on AVX2: every broadcast then feeds one FMA. Taking the image's pixels
+    On AVX2, a row of 14 or 7 pixels (the 14x14 and 7x7 layers of MobileNet and ResNet) divides
+    into 7 pixels x 1 vector at best: every broadcast then feeds one FMA. Taking the image's pixels
     as one axis allows 4 pixels x 2 vectors, where each broadcast feeds two
     (``bench/bench_conv_tiles.py``); where the tile does not divide the pixels (49), the last
     tile's missing pixels are predicated off, and the rule counts them as lost accumulators. A
@@ -411,7 +411,7 @@ def _parallel_vectorised(sch: Any, block: Any, lanes: int) -> None:
 
     Rows, not pixels, are the parallel unit: a loop over all pixels divided and took the
     remainder by the row length at every pixel, which cost a stem convolution's padded copy of a
-    three-channel image more than the copy itself (``bench/bench_input_layout.py``)."""
+    three-channel image more than the copy itself (measured in f9f9ab3's message)."""
     *rows, channels = sch.get_loops(block)
     if len(rows) > 1:
         rows = rows[:-1]  # the row's pixels stay a loop of their own
