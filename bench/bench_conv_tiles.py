@@ -46,6 +46,7 @@ def main() -> None:
 
     from mlc_jupyter.compilation import conv_schedule, resolve_target
     from mlc_jupyter.compilation.default_schedule import _postprocessed
+    from mlc_jupyter.measure.turns import calls_for, samples_in_turns
     from mlc_jupyter.tvm_compat import Schedule, ir_module_type, param_buffers, tvm
 
     _tvm = tvm()
@@ -90,16 +91,15 @@ def main() -> None:
                 for b in param_buffers(sch.mod["main"])
             ]
             kernels[(name, way)] = (lib["main"], tensors, lib)
-    samples: dict[tuple, list[float]] = {key: [] for key in kernels}
     start_load = os.getloadavg()[0]
-    for _ in range(args.rounds):
-        for key, (call, tensors, _lib) in kernels.items():
-            call(*tensors)
-            start, calls = time.thread_time(), 0
-            while time.thread_time() - start < args.seconds:
-                call(*tensors)
-                calls += 1
-            samples[key].append((time.thread_time() - start) / calls)
+    taken = samples_in_turns(
+        [
+            calls_for(lambda c=call, t=tensors: c(*t), args.seconds, time.thread_time)
+            for call, tensors, _lib in kernels.values()
+        ],
+        args.rounds,
+    )
+    samples = dict(zip(kernels, taken, strict=True))
     print(
         f"14x14 and 7x7 convolutions, 1 thread, CPU time per call, {args.rounds} rounds in turns; "
         f"load {start_load:.2f} before, {os.getloadavg()[0]:.2f} after; target {target}"

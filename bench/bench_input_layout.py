@@ -77,18 +77,18 @@ def main() -> None:
     args = parser.parse_args()
     kernels = _kernels(args.threads)
     clock = time.thread_time if args.threads == 1 else time.perf_counter
-    samples: dict[tuple[str, str], list[float]] = {key: [] for key in kernels}
+    from mlc_jupyter.measure.turns import calls_for, samples_in_turns
+
+    def image(calls: list) -> None:
+        for call, tensors, _lib in calls:
+            call(*tensors)
+
     start_load = os.getloadavg()[0]
-    for _ in range(args.rounds):
-        for key, calls in kernels.items():
-            for call, tensors, _lib in calls:
-                call(*tensors)
-            start, n = clock(), 0
-            while clock() - start < args.seconds:
-                for call, tensors, _lib in calls:
-                    call(*tensors)
-                n += 1
-            samples[key].append((clock() - start) / n)
+    taken = samples_in_turns(
+        [calls_for(lambda c=calls: image(c), args.seconds, clock) for calls in kernels.values()],
+        args.rounds,
+    )
+    samples = dict(zip(kernels, taken, strict=True))
     what = "CPU time" if args.threads == 1 else "wall-clock time"
     print(
         f"the stem convolution with its input transpose, {args.threads} thread(s), {what} per "

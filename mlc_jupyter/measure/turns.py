@@ -36,3 +36,19 @@ def samples_in_turns(
 def in_turns(samplers: Sequence[Sampler], rounds: int = 7, pause_s: float = 0.0) -> list[float]:
     """The median of ``rounds`` samples of each sampler, taken in turns."""
     return [statistics.median(s) for s in samples_in_turns(samplers, rounds, pause_s)]
+
+
+def calls_for(run: Callable[[], object], seconds: float, clock: Callable[[], float]) -> Sampler:
+    """A sampler that calls ``run`` once to warm it, then again and again until ``seconds`` of
+    ``clock`` have passed, and returns ``clock``'s seconds per call: ``time.thread_time`` leaves
+    out the time a single-threaded call waits for a core that other processes hold."""
+
+    def sample() -> float:
+        run()
+        start, calls = clock(), 0
+        while clock() - start < seconds:
+            run()
+            calls += 1
+        return (clock() - start) / calls
+
+    return sample
