@@ -276,5 +276,14 @@ def test_frameworks_notebook_imports_resnet_and_an_encoder_and_races_them_agains
     streams = _streams(nb)
     assert "same as PyTorch's" in streams  # the cell checks the module against PyTorch
     _checked(_table_with(nb, "tvm_mlp", "mlp_relax_tuned"), "tvm_mlp", "mlp_relax_tuned")
-    assert "graph 1: 1 operators -> 1 kernels, 1 from tuned records" in streams
+    # each graph has the tuned kernel of the MLP's tune; a kernel the budget of trials did not
+    # reach (its share of the model varies with the machine's load) has none, and its graph says so
+    for graph, kernel in (
+        ("graph 0: 2", "fused_matmul_add_relu"),
+        ("graph 1: 1", "fused_matmul1_add1"),
+    ):
+        tuned = f"{graph} operators -> 1 kernels, 1 from tuned records"
+        untuned = f"{graph} operators -> 1 kernels, none in the tuned records (default schedules)"
+        reached = f"this budget reaches: {kernel} (" in streams
+        assert tuned in streams if reached else (tuned in streams or untuned in streams)
     assert "ok: 1 output(s), largest difference" in streams  # the exported program's check

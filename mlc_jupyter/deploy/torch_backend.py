@@ -39,7 +39,9 @@ PARAMS = ("bound", "inputs")
 
 @dataclass(frozen=True)
 class CompiledGraph:
-    """One graph the backend built: its operators, kernels (``tuned``: from records) and build."""
+    """One graph the backend built: its operators, kernels (``tuned``: from records) and build.
+    ``with_records``: the backend was given records (so a graph none of whose kernels they hold
+    says so, rather than look like a build without records)."""
 
     index: int
     operators: int
@@ -51,9 +53,14 @@ class CompiledGraph:
     built: Built
     #: the shape of each input it was built for
     shapes: tuple[tuple[int, ...], ...] = ()
+    with_records: bool = False
 
     def describe(self) -> str:
-        tuned = f", {len(self.tuned)} from tuned records" if self.tuned else ""
+        tuned = ""
+        if self.tuned:
+            tuned = f", {len(self.tuned)} from tuned records"
+        elif self.with_records and self.kernels:
+            tuned = ", none in the tuned records (default schedules)"
         shapes = ", ".join("x".join(map(str, s)) or "scalar" for s in self.shapes)
         return (
             f"graph {self.index}: {self.operators} operators -> {self.kernels} kernels{tuned}; "
@@ -138,7 +145,7 @@ class TorchBackend:
         self.graphs.append(
             CompiledGraph(
                 len(self.graphs), _operators(gm), len(keep), len(bound), kernels, tuned,
-                time.perf_counter() - start, built, _shapes(values, keep),
+                time.perf_counter() - start, built, _shapes(values, keep), bool(self.records),
             )
         )  # fmt: skip
 

@@ -192,4 +192,11 @@ def test_a_tuned_models_records_reach_torch_compile_and_the_torch_module(tmp_pat
     torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
     (graph,) = backend.graphs
     assert kept and set(kept) <= set(graph.tuned)
+    assert f"{len(graph.tuned)} from tuned records" in graph.describe()
     torch.testing.assert_close(to_torch(tuned)(x), model(x), rtol=1e-5, atol=1e-5)
+    # a model none of whose kernels the records hold says so, and runs on default schedules
+    other = torch.nn.Sequential(torch.nn.Linear(64, 16), torch.nn.Tanh()).eval()
+    compiled = torch.compile(other, backend=backend)
+    torch.testing.assert_close(compiled(x), other(x), rtol=1e-5, atol=1e-5)
+    assert backend.graphs[1].tuned == ()
+    assert "none in the tuned records (default schedules)" in backend.graphs[1].describe()
