@@ -24,8 +24,15 @@ def use_all_cores() -> None:
     launches parallel work. On a 2-core machine without it, every kernel runs on ONE thread while
     the host target says ``num-cores=2``: tuned kernels time at half speed. Called before TVM is
     imported and by ``%load_ext``; it must stay set.
+
+    TVM also pins each worker of a pool to a core of its own unless ``TVM_BIND_THREADS`` is 0. A
+    notebook's machine runs other work (a second notebook, a tune, a browser): a worker pinned to
+    a core that another process keeps busy shares that core and every parallel kernel waits for
+    it, while an unpinned one moves to the core that is free. So the workers float too (as
+    PyTorch's and ONNX Runtime's do by default) unless the user set the variable.
     """
     os.environ.setdefault("TVM_NUM_THREADS", str(os.cpu_count() or 1))
+    os.environ.setdefault("TVM_BIND_THREADS", "0")
 
 
 def tvm() -> ModuleType:
