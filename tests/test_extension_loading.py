@@ -49,7 +49,6 @@ def _kernel_threads(**given: str) -> list[str]:
     """``TVM_NUM_THREADS``, the main thread's TVM pool size and how many of the process's threads
     are pinned to fewer cores than it has, after ``%load_ext`` and a parallel kernel; ``given``:
     the variables the user set (the others unset)."""
-    import os
 
     script = textwrap.dedent(
         """
@@ -80,7 +79,6 @@ def _kernel_threads(**given: str) -> list[str]:
 
 
 def test_tvm_kernels_in_the_notebook_use_every_core_unless_the_user_says_otherwise():
-    import os
 
     cores = str(os.cpu_count())
     # TVM alone would take half the logical CPUs: one thread on a 2-core machine
