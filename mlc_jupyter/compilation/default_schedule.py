@@ -8,7 +8,8 @@ passes made a schedule:
 
 * CPU, matmul-like kernels (dense layers, attention's batch matmuls): the BLIS structure of
   :mod:`.matmul_schedule` (a register micro-kernel, the weight packed into panels at build time)
-  with its tile chosen by rule.
+  with its tile chosen by rule; 1x1 stride-1 convolutions too, legalised as the matrix products
+  they are (:mod:`.pointwise`).
 * CPU, convolutions, pooling, means: :mod:`.conv_schedule`'s direct convolution (Winograd for the
   3x3 convolutions a build legalised so, :mod:`.winograd`).
 * CPU, softmax over the last axis: legalised as topi's ``fast_softmax`` and scheduled a row at a
@@ -161,8 +162,9 @@ def legalize_and_fuse(mod: Any, target: Any) -> Any:
 
 def _cpu_legalizations(target: Any) -> dict[str, Callable[[Any, Any], Any]]:
     """Relax operators a CPU build turns into kernels of its own: 3x3 stride-1 convolutions
-    that gain from it become Winograd kernels (:mod:`.winograd`), the rest TVM's."""
-    from . import conv_schedule, softmax_schedule, winograd  # deferred: import TVM at import time
+    that gain from it become Winograd kernels (:mod:`.winograd`), 1x1 ones matrix products
+    (:mod:`.pointwise`), the rest TVM's."""
+    from . import conv_schedule, pointwise, softmax_schedule, winograd  # deferred: import TVM
 
     conv2d = tvm().ir.Op.get("relax.nn.conv2d").get_attr("FLegalize")
     unit = conv_schedule.vector_unit(target)
@@ -170,6 +172,8 @@ def _cpu_legalizations(target: Any) -> dict[str, Callable[[Any, Any], Any]]:
     def legalize_conv2d(bb: Any, call: Any) -> Any:
         if input_layout.is_folded(call):
             return input_layout.legalize(bb, call)
+        if pointwise.is_pointwise(call, unit.lanes):
+            return pointwise.legalize(call, bb)
         plan = winograd.plan_for(call, unit.lanes, unit.registers)
         return conv2d(bb, call) if plan is None else winograd.legalize(call, bb, plan)
 
@@ -400,11 +404,12 @@ def _cpu_schedule(func: Any, target: Any) -> tuple[Any, Any] | None:
     task = ir_module_type()(
         {"main": func.with_attr("global_symbol", "main").with_attr(NOALIAS_ATTR, True)}
     )
+    # matmul-like before window-like, as the tuner chooses its space (a 1x1 convolution is both)
     window = (
         _winograd_schedule(task, target)
+        or _matmul_schedule(task, target)
         or _window_schedule(task, target)
         or _softmax_schedule(task, target)
-        or _matmul_schedule(task, target)
     )
     if window is not None:
         return window

@@ -28,7 +28,9 @@ primitives:
 (:func:`.conv_schedule.rule_tile`: most accumulators that fit with the ``B`` vectors and a
 broadcast, ties to more vectors), the parallel blocks over columns first.
 Elementwise epilogues (ReLU, bias) are inlined into the write-back of the accumulators, and
-elementwise producers into the contraction. A workload is *matmul-like* when one reduction block is
+elementwise producers into the contraction. Rows from several axes of the output (the pixels of
+a 1x1 convolution's NHWC output, :mod:`.pointwise`) are iterated, accumulated and written back as
+one axis, so that a tile may cross from one image row to the next. A workload is *matmul-like* when one reduction block is
 a contraction ``C[b, i, j] += A[b, i, k] * B[b, k, j]`` (any axis order, ``A``/``B`` may drop the batch
 axes) and the structure applies to it without error.
 
@@ -37,6 +39,7 @@ This module imports TVM at import time; import it lazily.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -86,6 +89,9 @@ class _Roles:
     dtype: str
     index_dtype: str
     extents: tuple[int, int, int]  # rows (fused), cols, reduction
+    #: (axis of C, extent) of each row axis, where the block iterates them in C's order
+    row_axes: tuple[tuple[int, int], ...] = ()
+    iter_roles: tuple[str, ...] = ()  # of each block iterator: "batch", "row", "col", "red"
 
 
 def _load(expr: Any) -> tuple[Any, list[Any]] | None:
@@ -180,7 +186,27 @@ def matmul_roles(sch: Any, block: Any) -> _Roles:
         dtype=str(body.buffer.dtype),
         index_dtype=var_dtype(red),
         extents=(rows, dom[col_vars[0]], dom[red]),
+        row_axes=_row_axes(c_vars, row_vars, list(iters), dom),
+        iter_roles=tuple(_iter_role(v, red, col_vars[0], row_vars) for v in iters),
     )
+
+
+def _iter_role(var: Any, red: Any, col: Any, row_vars: list[Any]) -> str:
+    """A block iterator's role in the contraction: ``red``, ``col``, ``row`` or ``batch``."""
+    if var.same_as(red):
+        return "red"
+    if var.same_as(col):
+        return "col"
+    return "row" if any(var.same_as(r) for r in row_vars) else "batch"
+
+
+def _row_axes(c_vars: list[Any], row_vars: list[Any], iters: list[Any], dom: Any) -> Any:
+    """``_Roles.row_axes``: empty where the block iterates the rows in another order than C."""
+    in_block = [v for v in iters if any(v.same_as(r) for r in row_vars)]
+    if not all(a.same_as(b) for a, b in zip(in_block, row_vars, strict=True)):
+        return ()
+    positions = [next(n for n, c in enumerate(c_vars) if c.same_as(v)) for v in row_vars]
+    return tuple((n, dom[v]) for n, v in zip(positions, row_vars, strict=True))
 
 
 def _inline_producers(sch: Any, block: Any) -> None:
@@ -235,6 +261,23 @@ def _pack_b(sch: Any, roles: _Roles, lanes: int, at: Any) -> None:
         sch.parallel(sch.get_loops(packed)[0])
 
 
+def _inline_epilogue(sch: Any, write: Any) -> list[Any]:
+    """Inline the elementwise chain after the accumulators' write-back (bias, then ReLU ...)
+    into it; the consumers that cannot be inlined are returned."""
+    kept: list[Any] = []
+    while True:
+        fresh = [
+            c for c in sch.get_consumers(write)
+            if not any(sch.get(c).same_as(sch.get(k)) for k in kept)
+        ]  # fmt: skip
+        if not fresh:
+            return kept
+        try:
+            sch.reverse_compute_inline(fresh[0])
+        except Exception:  # noqa: BLE001 - TVM's ScheduleError: computed per tile instead
+            kept.append(fresh[0])
+
+
 def _epilogue_per_tile(sch: Any, block: Any, ir: Any, lanes: int) -> None:
     """An elementwise epilogue that cannot be inlined runs right after each output tile."""
     if any(int(iv.iter_type) != 0 for iv in sch.get(block).iter_vars):
@@ -257,6 +300,9 @@ def schedule_matmul(sch: Any, variant: str, unit: VectorUnit) -> None:
     if cols % lanes or rows < MIN_ROWS:
         raise NotMatmul("columns not a multiple of the vector lanes, or fewer than 4 rows")
     mr_choices, nv_choices = _micro_choices(rows, cols // lanes, unit)
+    by_row = len(roles.row_axes) > 1
+    if by_row:
+        roles = _rows_as_one_axis(sch, roles)
     loops = [*roles.batch, *roles.rows, roles.col, roles.red]
     sch.reorder(*loops)
     row = sch.fuse(*roles.rows) if len(roles.rows) > 1 else roles.rows[0]
@@ -275,12 +321,9 @@ def schedule_matmul(sch: Any, variant: str, unit: VectorUnit) -> None:
         outer = sch.fuse(*roles.batch, jc, ic)
     sch.parallel(outer)
     write = sch.cache_write(block, 0, "local")
-    kept = []
-    for consumer in sch.get_consumers(write):
-        try:
-            sch.reverse_compute_inline(consumer)
-        except Exception:  # noqa: BLE001 - TVM's ScheduleError: computed per tile instead
-            kept.append(consumer)
+    kept = _inline_epilogue(sch, write)
+    if by_row:
+        _write_back_by_row(sch, block, write, roles)
     sch.reverse_compute_at(write, ir)
     for consumer in kept:
         _epilogue_per_tile(sch, consumer, ir, lanes)
@@ -296,6 +339,56 @@ def schedule_matmul(sch: Any, variant: str, unit: VectorUnit) -> None:
     write_loops = sch.get_loops(write)
     _, lane = sch.split(write_loops[-1], [None, lanes])
     sch.vectorize(lane)
+
+
+def _rows_as_one_axis(sch: Any, roles: _Roles) -> _Roles:
+    """``roles`` with the contraction iterating its rows as one axis (a block iterator, not only
+    a fused loop), so that :func:`_write_back_by_row` can lay its tiles out as boxes."""
+    rows = [n for n, role in enumerate(roles.iter_roles) if role == "row"]
+    extents = [extent for _, extent in roles.row_axes]  # the block's order of the rows
+    dtype = roles.index_dtype
+
+    def fused(*iters: Any) -> list[Any]:
+        row = iters[rows[0]]
+        for n, extent in zip(rows[1:], extents[1:], strict=True):
+            row = row * tir().const(extent, dtype) + iters[n]
+        return [row if n == rows[0] else it for n, it in enumerate(iters) if n not in rows[1:]]
+
+    arity = len(roles.iter_roles)
+    sch.transform_block_layout(
+        roles.block, tir().IndexMap.from_func(fused, ndim=arity, index_dtype=dtype)
+    )
+    kept = [role for n, role in enumerate(roles.iter_roles) if n not in rows[1:]]
+    loops = dict(zip(range(len(kept)), sch.get_loops(roles.block), strict=True))
+    return dataclasses.replace(
+        roles,
+        batch=[loops[n] for n, role in enumerate(kept) if role == "batch"],
+        rows=[loops[kept.index("row")]],
+        col=loops[kept.index("col")],
+        red=loops[kept.index("red")],
+    )
+
+
+def _write_back_by_row(sch: Any, block: Any, write: Any, roles: _Roles) -> None:
+    """The accumulators and their write-back indexed by the fused row, as the tiles run.
+
+    With rows from several axes of ``C`` (the pixels of a 1x1 convolution's NHWC output), a tile
+    of ``mr`` consecutive rows can cross from one image row to the next: its region of a
+    ``[n, h, w, c]`` buffer is no box, and the write-back's loops after ``reverse_compute_at``
+    would depend on the tile (a dynamic loop, which the post-processing refuses). Laid out and
+    iterated by ``[n * h * w + ..., c]``, each tile is a box again."""
+    axes = [axis for axis, _ in roles.row_axes]
+
+    def by_row(*index: Any) -> list[Any]:
+        fused = index[axes[0]]
+        for axis, extent in roles.row_axes[1:]:
+            fused = fused * tir().const(extent, roles.index_dtype) + index[axis]
+        return [fused if n == axes[0] else i for n, i in enumerate(index) if n not in axes[1:]]
+
+    arity = len(sch.get(write).iter_vars)
+    index_map = tir().IndexMap.from_func(by_row, ndim=arity, index_dtype=roles.index_dtype)
+    sch.transform_layout(block, ("write", 0), index_map)
+    sch.transform_block_layout(write, index_map)
 
 
 def weight_b(sch: Any, layout_free_attr: str) -> bool:

@@ -30,7 +30,7 @@ SPACE_NAMES = ("default", "metaschedule", "matmul", "conv")
 #: MetaSchedule's own design space generator for CPUs and GPUs.
 METASCHEDULE_SPACE = "post-order-apply"
 #: The work-dir key of the matmul space; a new structure of the space gets a new key.
-MATMUL_SPACE_KEY = "matmul-blis-1"
+MATMUL_SPACE_KEY = "matmul-blis-2"
 #: The work-dir key of the direct-convolution space.
 CONV_SPACE_KEY = "conv-direct-1"
 #: The work-dir key of the convolution space's Winograd kernels.
