@@ -122,4 +122,6 @@ def test_a_thread_holding_the_gil_does_not_inflate_the_kernels_rows(separable_bl
                 f"{b.kernel_s * 1e3:.3f} ms (alone {a.kernel_s * 1e3:.3f})" for a, b in turns
             )
         )
-    assert not beside.disturbed or beside.busy or not alone.disturbed
+    # the thread alone does not make the rows disagree with the model: beside it they disagree
+    # only where other processes were busy, or where they disagreed alone too (a noisy turn)
+    assert not beside.disturbed or beside.busy or alone.disturbed
