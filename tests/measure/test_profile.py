@@ -106,22 +106,24 @@ def test_a_thread_holding_the_gil_does_not_inflate_the_kernels_rows(separable_bl
     # (tens of microseconds). Timed in turns, with and without such a thread: a relation. The
     # GIL's cost was in every sample; another process on a shared machine (a CI runner) only
     # sometimes takes a core from a parallel kernel, so the relation must hold in one of three
-    # turns, not in each.
+    # turns, not in each. The relations: the rows are not inflated beside the thread, and the
+    # thread does not make them disagree with the model's time (beside it they may where other
+    # processes were busy, or where they disagreed alone too).
     turns = []
     for _ in range(3):
         alone = profile_kernels(separable_block, runs=3)
         with _GilHolder():
             beside = profile_kernels(separable_block, runs=3)
         turns.append((alone, beside))
-        if beside.kernel_s < 3 * alone.kernel_s + 3e-4:
+        inflated = beside.kernel_s >= 3 * alone.kernel_s + 3e-4
+        if not inflated and (not beside.disturbed or beside.busy or alone.disturbed):
             break
     else:
         pytest.fail(
             "beside a thread holding the GIL the kernels read "
             + ", ".join(
-                f"{b.kernel_s * 1e3:.3f} ms (alone {a.kernel_s * 1e3:.3f})" for a, b in turns
+                f"{b.kernel_s * 1e3:.3f} ms of a {b.total_s * 1e3:.3f} ms model (alone "
+                f"{a.kernel_s * 1e3:.3f} of {a.total_s * 1e3:.3f})"
+                for a, b in turns
             )
         )
-    # the thread alone does not make the rows disagree with the model: beside it they disagree
-    # only where other processes were busy, or where they disagreed alone too (a noisy turn)
-    assert not beside.disturbed or beside.busy or alone.disturbed
