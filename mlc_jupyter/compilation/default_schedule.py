@@ -50,6 +50,7 @@ from ..tvm_compat import (
     vector_bits,
 )
 from . import input_layout
+from .clip_layout import clip_as_min_max
 from .dataflow_outputs import return_outputs
 from .intrinsics import load_tensor_intrinsics
 from .reshape_sinking import sink_reshapes
@@ -123,7 +124,8 @@ def legalize_and_fuse(mod: Any, target: Any) -> Any:
     """TVM's passes from operators to fused kernels, batch norm folded for inference first.
 
     On CPUs, convolutions are converted to :data:`CPU_LAYOUTS` first (the layout
-    :mod:`.conv_schedule` is written for; the weights' transposes are folded here), and each
+    :mod:`.conv_schedule` is written for; the weights' transposes are folded here; clips become
+    a maximum and a minimum, which the conversion carries the layout through), and each
     kernel's constant arguments are marked layout-free: a schedule may then pack them in the
     order its loops read them (MetaSchedule's ``RewriteLayout``), once, at build time
     (:func:`pack_weights`).
@@ -138,7 +140,11 @@ def legalize_and_fuse(mod: Any, target: Any) -> Any:
     cpu = "gpu" not in list(target.keys)
     # Relax's ConvertLayout fails (std::bad_alloc) on graphs without the ops it converts, such
     # as a transformer encoder layer: run it only where there is a convolution to convert
-    layouts = [transform.ConvertLayout(CPU_LAYOUTS)] if cpu and _calls_any(mod, CPU_LAYOUTS) else []
+    layouts = (
+        [_module_pass(clip_as_min_max, "ClipAsMinMax"), transform.ConvertLayout(CPU_LAYOUTS)]
+        if cpu and _calls_any(mod, CPU_LAYOUTS)
+        else []
+    )
     passes = [
         *layouts,
         transform.DecomposeOpsForInference(),
