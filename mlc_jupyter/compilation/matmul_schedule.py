@@ -262,20 +262,20 @@ def _pack_b(sch: Any, roles: _Roles, lanes: int, at: Any) -> None:
 
 
 def _inline_epilogue(sch: Any, write: Any) -> list[Any]:
-    """Inline the elementwise chain after the accumulators' write-back (bias, then ReLU ...)
-    into it; the consumers that cannot be inlined are returned."""
-    kept: list[Any] = []
+    """Inline the elementwise chain after the accumulators' write-back into it (bias, then
+    ReLU ...) while each result has one reader; a sole reader that cannot be inlined is returned
+    (it runs after each tile). A result that several blocks read (GELU's input) stays as it is:
+    inlining one reader would leave the others reading a buffer nothing writes."""
+    first = True
     while True:
-        fresh = [
-            c for c in sch.get_consumers(write)
-            if not any(sch.get(c).same_as(sch.get(k)) for k in kept)
-        ]  # fmt: skip
-        if not fresh:
-            return kept
+        consumers = list(sch.get_consumers(write))
+        if len(consumers) != 1:
+            return []
         try:
-            sch.reverse_compute_inline(fresh[0])
-        except Exception:  # noqa: BLE001 - TVM's ScheduleError: computed per tile instead
-            kept.append(fresh[0])
+            sch.reverse_compute_inline(consumers[0])
+        except Exception:  # noqa: BLE001 - TVM's ScheduleError
+            return consumers if first else []  # later links run after the tiles, at the root
+        first = False
 
 
 def _epilogue_per_tile(sch: Any, block: Any, ir: Any, lanes: int) -> None:

@@ -75,3 +75,20 @@ def test_an_encoder_layer_built_by_default_gives_pytorch_s_outputs(encoder):
     with torch.no_grad():
         expected = model(x).numpy()
     np.testing.assert_allclose(built(x.numpy()), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_a_dense_layer_whose_result_gelu_reads_twice_builds_and_gives_pytorch_s_outputs():
+    # GELU reads its input twice (x * erf(x / sqrt 2)): inlining one reader into the
+    # accumulators' write-back left the other reading a buffer nothing wrote (a build error)
+    torch_seed()
+    model = torch.nn.Sequential(
+        torch.nn.Linear(32, 64, bias=False), torch.nn.GELU(), torch.nn.Linear(64, 32)
+    ).eval()
+    x = torch.randn(1, 8, 32, generator=torch.Generator().manual_seed(6))
+    built = build_module(import_model(model, x), persist=False)
+    assert any(
+        "matmul" in gv.name_hint and "gelu" in gv.name_hint for gv, _ in built.mod.functions_items()
+    )
+    with torch.no_grad():
+        expected = model(x).numpy()
+    np.testing.assert_allclose(built(x.numpy()), expected, rtol=1e-4, atol=1e-5)
