@@ -5,6 +5,9 @@ of MobileNet v1's pointwise shapes twice through the default build, as ``Conv2d 
 direct-convolution schedule, :mod:`mlc_jupyter.compilation.conv_schedule`) and as
 ``relu(x @ w + b)`` (the BLIS micro-kernel, :mod:`mlc_jupyter.compilation.matmul_schedule`), and
 times the kernels alone, every kernel once per round, so that a busy machine slows both alike.
+Since the default build legalises a 1x1 convolution as a matmul (:mod:`mlc_jupyter.compilation.pointwise`),
+the convolution's row is the same micro-kernel over the NHWC pixels; the direct convolution's figures
+before that are in ``bench/results/bench_pointwise_2026-11-29_zen3_quiet.txt``.
 
     python bench/bench_pointwise.py [--threads 2] [--rounds 11]
 """
