@@ -31,8 +31,9 @@ Elementwise epilogues (ReLU, bias) are inlined into the write-back of the accumu
 elementwise producers into the contraction. Rows from several axes of the output (the pixels of
 a 1x1 convolution's NHWC output, :mod:`.pointwise`) are iterated, accumulated and written back as
 one axis, so that a tile may cross from one image row to the next.
-A workload is *matmul-like* when one reduction block is a contraction ``C[b, i, j] += A[b, i, k] * B[b, k, j]`` (any axis order, ``A``/``B`` may drop the batch
-axes) and the structure applies to it without error.
+A workload is *matmul-like* when one reduction block is a contraction
+``C[b, i, j] += A[b, i, k] * B[b, k, j]`` (any axis order, ``A``/``B`` may drop the batch axes)
+and the structure applies to it without error.
 
 This module imports TVM at import time; import it lazily.
 """
