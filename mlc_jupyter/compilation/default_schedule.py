@@ -14,6 +14,8 @@ passes made a schedule:
   3x3 convolutions a build legalised so, :mod:`.winograd`).
 * CPU, softmax over the last axis: legalised as topi's ``fast_softmax`` and scheduled a row at a
   time by :mod:`.softmax_schedule` (each exponential computed once, vectorised).
+* CPU, normalisations over the last axis (layer norm, RMS norm): a row at a time, the reductions
+  in vector registers (:mod:`.row_norm_schedule`).
 * CPU, the rest: MetaSchedule's default design space for the kernel (its schedule rules: inlining,
   multi-level tiling with a write cache, parallel / vector / unroll annotations), with each
   sampling decision chosen by a rule instead of at random (:func:`_tile`): the innermost loop of
@@ -416,6 +418,7 @@ def _cpu_schedule(func: Any, target: Any) -> tuple[Any, Any] | None:
         or _matmul_schedule(task, target)
         or _window_schedule(task, target)
         or _softmax_schedule(task, target)
+        or _row_norm_schedule(task, target)
     )
     if window is not None:
         return window
@@ -497,14 +500,36 @@ def _postprocessed(sch: Any) -> bool:
 
 def _softmax_schedule(task: Any, target: Any) -> tuple[Any, Any] | None:
     """The row-at-a-time softmax of :mod:`.softmax_schedule` (``None`` for any other kernel)."""
-    from . import conv_schedule, softmax_schedule  # deferred: imports TVM at import time
+    from . import softmax_schedule  # deferred: imports TVM at import time
+
+    return _rows_schedule(
+        task, target, softmax_schedule.schedule_softmax, softmax_schedule.NotSoftmax
+    )
+
+
+def _row_norm_schedule(task: Any, target: Any) -> tuple[Any, Any] | None:
+    """The row-at-a-time layer norm of :mod:`.row_norm_schedule` (``None`` for any other
+    kernel)."""
+    from . import row_norm_schedule  # deferred: imports TVM at import time
+
+    return _rows_schedule(
+        task, target, row_norm_schedule.schedule_row_norm, row_norm_schedule.NotRowNorm
+    )
+
+
+def _rows_schedule(
+    task: Any, target: Any, schedule: Callable[[Any, int], None], verdict: type[Exception]
+) -> tuple[Any, Any] | None:
+    """``task`` scheduled a row at a time by ``schedule(sch, lanes)``, post-processed (``None``
+    when it raises ``verdict``, or a primitive or post-processor refuses)."""
+    from . import conv_schedule  # deferred: imports TVM at import time
 
     sch = Schedule(task)
     try:
-        softmax_schedule.schedule_softmax(sch, conv_schedule.vector_unit(target).lanes)
+        schedule(sch, conv_schedule.vector_unit(target).lanes)
         if not _postprocessed(sch):
             return None
-    except softmax_schedule.NotSoftmax:
+    except verdict:
         return None
     except Exception:  # noqa: BLE001 - a primitive refused: MetaSchedule's space schedules it
         return None
