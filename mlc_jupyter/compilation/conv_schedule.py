@@ -183,24 +183,27 @@ def rule_tile(window: Window, registers: int) -> tuple[int, int]:
 
 
 def depthwise_rule_tile(sch: Any, window: Window, registers: int) -> tuple[int, int]:
-    """The default tile of a window kernel: :func:`rule_tile`, except that a depthwise
-    convolution whose rule tile is one vector wide takes two vectors on AVX2 (16 registers) where
-    the accumulators fit with two registers spare.
+    """The default tile of a window kernel: :func:`rule_tile`, except for a depthwise convolution
+    (its kernel columns unrolled beside the tile, :func:`_kernel_column`):
 
-    :func:`rule_tile` counts a weight vector per channel vector and a broadcast; a depthwise
-    tile has no broadcast and reads each tap's weight vector once per row of the tile, so a row
-    of one vector (MobileNet's 14x14 and 7x7 layers) left half the registers idle; two vectors
-    ran faster there, in turns (``bench/results/bench_depthwise_tiles_*``)."""
+    * on AVX2 (16 registers), a rule tile one vector wide takes two vectors where the
+      accumulators fit with two registers spare. :func:`rule_tile` counts a weight vector per
+      channel vector and a broadcast; a depthwise tile has no broadcast and reads each tap's
+      weight vector once per row of the tile, so a row of one vector (MobileNet's 14x14 and 7x7
+      layers) left half the registers idle;
+    * with 32 registers, the tile holds at most half of them in accumulators: the input columns
+      the unrolled kernel columns share stay in the other half. The rule's 14 x 2 made LLVM keep
+      accumulators on the stack, and MobileNet's 112x112 to 28x28 depthwise layers ran slower
+      than with a tile of 16 (``bench/results/bench_depthwise_tiles_*``)."""
     rows, vectors = rule_tile(window, registers)
-    widths = tile_choices(window)[1]
-    if (
-        registers <= 16
-        and vectors == 1
-        and 2 in widths
-        and 2 * rows <= registers - 2
-        and _kernel_column(sch, list(window.reduction)) is not None
-    ):
+    if not is_depthwise(sch, window):
+        return rows, vectors
+    row_choices, widths = tile_choices(window)
+    if registers <= 16 and vectors == 1 and 2 in widths and 2 * rows <= registers - 2:
         return rows, 2
+    if registers > 16 and rows * vectors > registers // 2:
+        fits = [(m, v) for m in row_choices for v in widths if m * v <= registers // 2]
+        return max(fits, key=lambda mv: (mv[0] * mv[1], mv[1]))
     return rows, vectors
 
 
@@ -390,6 +393,12 @@ def _kernel_column(sch: Any, reduction: list[Any]) -> Any | None:
     if len(extents) != 3 or extents[2] != 1 or not 1 < extents[1] <= MAX_WINDOW_COLUMNS:
         return None
     return reduction[1]
+
+
+def is_depthwise(sch: Any, window: Window) -> bool:
+    """Whether ``window`` is a depthwise convolution's (its kernel columns unrolled beside the
+    tile: :func:`_kernel_column`)."""
+    return _kernel_column(sch, list(window.reduction)) is not None
 
 
 def _reads_a_window_only(sch: Any, window: Window) -> bool:
