@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -268,7 +269,10 @@ def _build(
     if on_progress is not None:
         on_progress("compiling", 0, 1)
     try:
-        executable = (compile_checked if checked else tvm_compile)(mod, target)
+        if checked:
+            executable = compile_checked(mod, target)
+        else:
+            executable = tvm_compile(mod, target, parts=compile_parts(target))
     except Exception as err:  # noqa: BLE001 - TVM raises many types; show one line
         kernel_error = failed_kernel_compile(err)
         if kernel_error is not None:
@@ -288,6 +292,20 @@ def _build(
         notes=notes, library=library,
     )  # fmt: skip
     return dataclasses.replace(built, origin=origin)
+
+
+#: The most threads a build compiles its kernels in.
+MAX_COMPILE_PARTS = 4
+
+
+def compile_parts(target: Any) -> int:
+    """How many parts a build for ``target`` compiles a model's kernels in: one per core of this
+    process (at most :data:`MAX_COMPILE_PARTS`) for a CPU, one for a GPU (its kernels' host code
+    is small; nvcc or NVRTC compile the rest)."""
+    if not is_cpu(target):
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cores or 1, MAX_COMPILE_PARTS))
 
 
 def made_for(obj: Any) -> Any:

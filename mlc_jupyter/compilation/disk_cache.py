@@ -5,8 +5,8 @@ module it was built from (TVM's JSON, to check structural equality on a hit) and
 (the key and a SHA-256 of each file). It is written in a staging folder and renamed into place
 in one step, so a reader sees a whole entry or none, and two kernels writing the same entry at
 once leave one. An entry whose files do not match their checksums, or that does not load, is
-removed and rebuilt, never loaded. The objects are emitted and linked in the build's thread
-(TVM's LLVM module is not safe to share across threads), and the build then runs from that
+removed and rebuilt, never loaded. The objects are emitted and linked before the build returns
+(each of TVM's LLVM modules by one thread: a module is not safe to share across threads), and the build then runs from that
 library, so its first call compiles nothing again; the module's JSON (a model's weights make it
 large) is written in the background. The folder is kept under a size limit by dropping the
 least recently used entries. A build runs from a copy of its library in a folder of the
@@ -30,7 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from ..config import build_cache_dir, build_cache_limit_bytes
-from ..tvm_compat import link_shared, load_executable, load_json, save_json, structural_equal
+from ..tvm_compat import (
+    export_objects,
+    link_shared,
+    load_executable,
+    load_json,
+    save_json,
+    structural_equal,
+)
 
 _META = "meta.json"
 _MODULE = "module.json"
@@ -97,15 +104,19 @@ def store(
     root = build_cache_dir()
     staging = root / f".staging-{uuid.uuid4().hex}"
     staging.mkdir(parents=True)
-    linked: dict[str, Any] = {}
+    linked: dict[str, Any] = {"output": str(staging / "lib.so"), "options": {}}
 
     def record(output: str, objects: list[str], **options: Any) -> None:
         linked.update(output=output, objects=list(objects), options=options)
 
     try:
-        executable.export_library(
-            str(staging / "lib.so"), fcompile=record, workspace_dir=str(staging)
-        )
+        objects = export_objects(executable, str(staging))  # in parallel, LLVM's modules
+        if objects is not None:
+            linked["objects"] = objects
+        else:
+            executable.export_library(
+                str(staging / "lib.so"), fcompile=record, workspace_dir=str(staging)
+            )
         link_shared(linked["output"], linked["objects"], linked["options"].get("options"))
         library = staging / "lib.so"
         name = f"lib-{_digest(library)[:16]}.so"  # a new name per content: dlopen caches by path

@@ -34,6 +34,7 @@ from .build import (
     compile,  # noqa: A004 - mirrors tvm.compile
     compiler_timeout_s,
     cuda_compiler,
+    export_objects,
     host_cpu,
     instrument_bound_checkers,
     link_shared,
@@ -213,6 +214,7 @@ __all__ = [
     "empty",
     "estimate_tir_flops",
     "executable_type",
+    "export_objects",
     "expr_type",
     "fork_seed",
     "get_block",

@@ -11,19 +11,96 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from .namespaces import s_tir, tvm
 
 
-def compile(mod: Any, target: Any, tir_pipeline: str | None = None) -> Any:  # noqa: A001
+def compile(  # noqa: A001
+    mod: Any, target: Any, tir_pipeline: str | None = None, parts: int = 1
+) -> Any:
     """Build a TIR or Relax module (``tvm.build`` / ``relax.build`` in the course), its kernels
     lowered by ``tir_pipeline`` (a name :func:`register_tir_pipeline` gave; TVM's default when
-    ``None``). The name mirrors ``tvm.compile``."""
+    ``None``). The name mirrors ``tvm.compile``.
+
+    A Relax module's kernels are lowered and compiled in up to ``parts`` parts, one thread each
+    (:func:`_compile_relax_in_parts`; for a CPU target: the caller asks)."""
+    _tvm = tvm()
+    parts = min(parts, relax_kernel_count(mod))
+    if parts > 1:
+        return _compile_relax_in_parts(mod, _tvm.target.Target(target), tir_pipeline, parts)
     if tir_pipeline is None:
-        return tvm().compile(mod, target=target)
-    return tvm().compile(mod, target=target, tir_pipeline=tir_pipeline)
+        return _tvm.compile(mod, target=target)
+    return _tvm.compile(mod, target=target, tir_pipeline=tir_pipeline)
+
+
+def relax_kernel_count(mod: Any) -> int:
+    """How many TIR kernels a Relax module holds (0 for anything else)."""
+    _tvm = tvm()
+    if not isinstance(mod, _tvm.IRModule):
+        return 0
+    functions = list(mod.functions.values())
+    if not any(isinstance(f, _tvm.relax.Function) for f in functions):
+        return 0
+    return sum(isinstance(f, _tvm.tirx.PrimFunc) for f in functions)
+
+
+def _compile_relax_in_parts(mod: Any, target: Any, tir_pipeline: str | None, parts: int) -> Any:
+    """``relax.build`` with its kernels split into ``parts`` modules, each lowered and compiled
+    by LLVM in a thread of its own (TVM's passes and LLVM's code generation release the GIL),
+    then linked into one executable as ``relax.build`` links its one kernel module.
+
+    TVM lowers and compiles a model's kernels one after another on one core; they are
+    independent functions, and a cold default build spends most of its time there
+    (``bench/bench_build_time.py``)."""
+    from tvm import relax  # deferred: imports TVM
+    from tvm.relax import vm_build  # deferred: imports TVM
+
+    with target:
+        mod = relax.get_pipeline("default")(mod)
+    attrs = dict(mod.attrs) if mod.attrs else {}
+    libraries = list(attrs.get("external_mods", []))
+    params = dict(attrs.get("const_name_to_constant", {}))
+    builder = relax.ExecBuilder()
+    mod = vm_build._vmcodegen(builder, mod, "bytecode")
+    kernels = vm_build._auto_attach_system_lib_prefix(vm_build._filter_tir(mod), target, None)
+    items = sorted(kernels.functions.items(), key=lambda item: item[0].name_hint)
+    groups = [tvm().IRModule(dict(items[i::parts]), attrs=kernels.attrs) for i in range(parts)]
+
+    def build(group: Any) -> Any:
+        return tvm().tirx.build(group, target=target, pipeline=tir_pipeline or "default")
+
+    with ThreadPoolExecutor(parts, thread_name_prefix="mlc-compile") as pool:
+        built = list(pool.map(build, groups))
+    linked = vm_build._ffi_api.VMLink(builder, target, built[0], built[1:] + libraries, params)
+    return relax.VMExecutable(linked)
+
+
+def export_objects(executable: Any, workspace: str) -> list[str] | None:
+    """The object files of ``executable`` (a CPU build), written to ``workspace`` as
+    ``export_library`` writes them before it links, each compiled module's in a thread of its
+    own; ``None`` when one of its modules is not LLVM's (``export_library`` then exports it)."""
+    from tvm.runtime import _ffi_api  # deferred: imports TVM
+
+    module = executable.mod
+    modules = module._collect_dso_modules()
+    if not modules or any(m.kind != "llvm" for m in modules):
+        return None
+    paths = [os.path.join(workspace, f"lib{index}.o") for index in range(len(modules))]
+    jobs = list(zip(modules, paths, strict=True))
+    last = modules[-1]
+    if module.imports:  # the executable's bytecode and other modules, packed as export_library does
+        system_lib = bool(last.get_function("__tvm_is_system_module")())
+        prefix = str(last.get_function("__tvm_get_system_lib_prefix")() or "")
+        triple = str(last.get_function("_get_target_string")())
+        packed = _ffi_api.ModulePackImportsToLLVM(module, system_lib, triple, prefix)
+        paths.append(os.path.join(workspace, f"{prefix}devc.o"))
+        jobs.append((packed, paths[-1]))
+    with ThreadPoolExecutor(len(jobs), thread_name_prefix="mlc-export") as pool:
+        list(pool.map(lambda job: job[0].write_to_file(job[1]), jobs))
+    return paths
 
 
 #: The name of TVM's default TensorIR lowering (``"default"`` before 0.27).

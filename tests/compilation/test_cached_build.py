@@ -229,3 +229,14 @@ def test_gpu_kernels_built_for_the_cpu_are_refused_with_the_target_to_use():
     assert "loops are bound to blockIdx/threadIdx, so these are GPU kernels" in str(caught.value)
     assert "cannot be built for llvm" in str(caught.value)
     assert caught.value.hint == "build for the GPU they were scheduled for: --target cuda"
+
+
+def test_a_cpu_build_compiles_its_kernels_in_a_part_per_core_and_a_gpu_build_in_one():
+    import os
+
+    from mlc_jupyter.compilation.cached_build import MAX_COMPILE_PARTS, compile_parts
+    from mlc_jupyter.compilation.targets import resolve_target
+
+    cores = len(os.sched_getaffinity(0))
+    assert compile_parts(resolve_target(None)) == max(1, min(cores, MAX_COMPILE_PARTS))
+    assert compile_parts(resolve_target({"kind": "cuda", "arch": "sm_90a"})) == 1
