@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import os
 import shutil
 import subprocess
 
@@ -24,6 +25,8 @@ from build_support import (
 from IPython.utils.capture import capture_output
 
 from mlc_jupyter.compilation import build_module, clear_cache, gpu_present
+from mlc_jupyter.compilation.cached_build import MAX_COMPILE_PARTS, compile_parts
+from mlc_jupyter.compilation.targets import resolve_target
 from mlc_jupyter.errors import BuildError, CallError, NoGPUError
 from mlc_jupyter.tvm_compat import empty, tensor
 
@@ -232,11 +235,6 @@ def test_gpu_kernels_built_for_the_cpu_are_refused_with_the_target_to_use():
 
 
 def test_a_cpu_build_compiles_its_kernels_in_a_part_per_core_and_a_gpu_build_in_one():
-    import os
-
-    from mlc_jupyter.compilation.cached_build import MAX_COMPILE_PARTS, compile_parts
-    from mlc_jupyter.compilation.targets import resolve_target
-
     cores = len(os.sched_getaffinity(0))
     assert compile_parts(resolve_target(None)) == max(1, min(cores, MAX_COMPILE_PARTS))
     assert compile_parts(resolve_target({"kind": "cuda", "arch": "sm_90a"})) == 1
