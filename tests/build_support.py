@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from mlc_jupyter.cells import parse_script
-from mlc_jupyter.tvm_compat import Schedule
+from mlc_jupyter.tvm_compat import Schedule, prim_func_type
 
 LISTINGS = Path(__file__).parent / "course" / "listings"
 COURSE_TARGET = "llvm -num-cores=2"
@@ -31,6 +31,15 @@ sch.reorder(j0, k, j1)
 block_C = sch.get_block("C", "mm_relu")
 sch.reverse_compute_at(block_C, j0)
 block_Y_init = sch.decompose_reduction(block_Y, k)"""
+
+
+def prim_funcs(mod: Any, containing: str = "") -> dict[str, Any]:
+    """A module's TIR kernels by name (those whose name contains ``containing``)."""
+    return {
+        gv.name_hint: f
+        for gv, f in mod.functions_items()
+        if isinstance(f, prim_func_type()) and containing in gv.name_hint
+    }
 
 
 def listing(name: str, obj: str) -> Any:

@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from build_support import prim_funcs
 from model_support import torch_seed
 from torch import nn
 
 from mlc_jupyter.compilation import build_module
 from mlc_jupyter.compilation.clip_layout import clip_as_min_max
 from mlc_jupyter.models import import_model
-from mlc_jupyter.tvm_compat import prim_func_type
-
-
-def _kernels(mod):
-    return [gv.name_hint for gv, f in mod.functions_items() if isinstance(f, prim_func_type())]
 
 
 def test_relu6_and_hardtanh_between_convolutions_add_no_layout_kernels():
@@ -30,7 +26,7 @@ def test_relu6_and_hardtanh_between_convolutions_add_no_layout_kernels():
     # inputs large enough that both bounds of each clip are reached
     x = 4 * torch.randn(1, 16, 12, 12, generator=torch.Generator().manual_seed(5))
     built = build_module(import_model(model, x), persist=False)
-    kernels = _kernels(built.mod)
+    kernels = list(prim_funcs(built.mod))
     # the output's transpose back to NCHW is the only layout kernel; each clip is in the
     # write-back of the convolution before it
     assert [n for n in kernels if "transpose" in n] == ["transpose"], kernels

@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pytest
 import torch
+from build_support import prim_funcs
 from model_support import mobilenet_v1
 
 from mlc_jupyter.compilation import build_module
@@ -24,7 +25,7 @@ from mlc_jupyter.compilation.conv_schedule import (
 from mlc_jupyter.compilation.default_schedule import PACKED_SUFFIX, PACKING_SUFFIX
 from mlc_jupyter.compilation.targets import resolve_target
 from mlc_jupyter.models import import_model
-from mlc_jupyter.tvm_compat import Schedule, param_buffers, prim_func_type, tvm, vector_bits
+from mlc_jupyter.tvm_compat import Schedule, param_buffers, tvm, vector_bits
 
 #: A CPU with AVX2's 16 registers of 8 lanes, where a tile across rows is the rule (the host may
 #: have AVX-512's 32: its code for this target still runs there).
@@ -41,12 +42,8 @@ def net():
     return model, x, build_module(import_model(model, x), persist=False)
 
 
-def _kernels(mod):
-    return {gv.name_hint: f for gv, f in mod.functions_items() if isinstance(f, prim_func_type())}
-
-
 def test_every_convolution_and_pooling_kernel_gets_the_register_tile(net):
-    kernels = _kernels(net[2].mod)
+    kernels = prim_funcs(net[2].mod)
     windows = [n for n in kernels if "conv2d" in n or n.startswith("mean")]
     assert len(windows) > 10
     for name in windows:
@@ -56,7 +53,7 @@ def test_every_convolution_and_pooling_kernel_gets_the_register_tile(net):
 
 
 def test_the_weights_are_packed_once_at_build_time(net):
-    kernels = _kernels(net[2].mod)
+    kernels = prim_funcs(net[2].mod)
     convs = [n for n in kernels if "conv2d" in n]
     assert all(n.endswith(PACKED_SUFFIX) for n in convs)
     assert not any(PACKING_SUFFIX in n for n in kernels)  # run at build time, then dropped
@@ -119,7 +116,7 @@ def test_a_depthwise_convolution_reads_its_input_in_the_tile_without_a_padded_co
     model = mobilenet_block()
     x = torch.randn(1, 32, 28, 28, generator=torch.Generator().manual_seed(2))
     built = build_module(import_model(model, x), persist=False)
-    kernels = _kernels(built.mod)
+    kernels = prim_funcs(built.mod)
     depthwise = [n for n, f in kernels.items() if "group_conv2d" in f.script()]
     assert len(depthwise) == 1
     text = kernels[depthwise[0]].script()
@@ -160,7 +157,7 @@ def test_a_depthwise_convolution_streams_rows_and_shares_loads_across_its_window
     block = _depthwise_block(channels, stride)
     x = torch.randn(1, channels, size, size, generator=torch.Generator().manual_seed(3))
     built = build_module(import_model(block, x), persist=False)
-    kernels = _kernels(built.mod)
+    kernels = prim_funcs(built.mod)
     (name,) = [n for n, f in kernels.items() if "group_conv2d" in f.script()]
     text = kernels[name].script()
     # one kernel: the batch norm's scale folded into the weights, its shift and the ReLU
@@ -201,7 +198,7 @@ def _conv_window(groups, kernel=3, size=14):
     fused = legalize_and_fuse(
         import_model(conv, torch.randn(1, 64, size, size)).mod, resolve_target()
     )
-    (func,) = [f for gv, f in _kernels(fused).items() if "conv2d" in gv]
+    (func,) = [f for gv, f in prim_funcs(fused).items() if "conv2d" in gv]
     sch = Schedule(tvm().IRModule({"main": func.with_attr("global_symbol", "main")}))
     return sch, find_window(sch, 8)
 
@@ -250,8 +247,8 @@ def test_a_convolution_tiled_across_rows_on_avx2_agrees_with_pytorch(kernel, str
     ).eval()
     x = torch.randn(1, 32, size, size, generator=torch.Generator().manual_seed(2))
     built = build_module(import_model(model, x), AVX2_TARGET, persist=False)
-    (name,) = [n for n in _kernels(built.mod) if "conv2d" in n]
-    text = _kernels(built.mod)[name].script()
+    (name,) = [n for n in prim_funcs(built.mod) if "conv2d" in n]
+    text = prim_funcs(built.mod)[name].script()
     assert f"T.int64({(size // stride) ** 2})" in text, text  # the pixels as one axis
     with torch.no_grad():
         expected = model(x).numpy()

@@ -5,12 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from build_support import listing
+from build_support import listing, prim_funcs
 
 from mlc_jupyter.compilation import build_module, generated_source
 from mlc_jupyter.compilation.default_schedule import SCHEDULED, has_operators
 from mlc_jupyter.errors import BuildError
-from mlc_jupyter.tvm_compat import prim_func_type
 
 X = torch.randn(1, 784)
 
@@ -20,13 +19,9 @@ def imported(book_mlp):
     return book_mlp[1]  # imported once per session (conftest.py)
 
 
-def _kernels(mod):
-    return {gv.name_hint: f for gv, f in mod.functions_items() if isinstance(f, prim_func_type())}
-
-
 def test_a_model_build_schedules_every_kernel_its_operators_make(imported):
     built = build_module(imported)
-    kernels = _kernels(built.mod)
+    kernels = prim_funcs(built.mod)
     assert len(kernels) == 2
     for func in kernels.values():
         assert bool(func.attrs[SCHEDULED])
@@ -36,7 +31,7 @@ def test_a_model_build_schedules_every_kernel_its_operators_make(imported):
 
 def test_without_schedules_the_build_is_what_tvm_makes_and_both_agree(imported):
     raw = build_module(imported, schedule="none")
-    assert not _kernels(raw.mod) and has_operators(raw.mod)  # TVM legalises while compiling
+    assert not prim_funcs(raw.mod) and has_operators(raw.mod)  # TVM legalises while compiling
     np.testing.assert_allclose(
         raw(X.numpy()), build_module(imported)(X.numpy()), rtol=1e-4, atol=1e-5
     )

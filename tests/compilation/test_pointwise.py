@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 import torch
+from build_support import prim_funcs
 from model_support import torch_seed
 from torch import nn
 
@@ -17,11 +18,7 @@ from mlc_jupyter.compilation.default_schedule import legalize_and_fuse
 from mlc_jupyter.compilation.targets import resolve_target
 from mlc_jupyter.models import import_model
 from mlc_jupyter.tune.spaces.matmul import is_matmul_like
-from mlc_jupyter.tvm_compat import ir_module_type, prim_func_type
-
-
-def _kernels(mod):
-    return {gv.name_hint: f for gv, f in mod.functions_items() if isinstance(f, prim_func_type())}
+from mlc_jupyter.tvm_compat import ir_module_type
 
 
 def _pointwise_layer() -> nn.Module:
@@ -51,7 +48,7 @@ def test_a_pointwise_convolution_runs_on_the_matmul_micro_kernel_with_pytorch_s_
     model = _pointwise_layer()
     x = torch.randn(batch, 32, size, size, generator=torch.Generator().manual_seed(2))
     built = build_module(import_model(model, x), persist=False)
-    kernels = _kernels(built.mod)
+    kernels = prim_funcs(built.mod)
     (name,) = [n for n in kernels if pointwise.NAME in n]
     text = kernels[name].script()
     # the accumulators are indexed by the pixel across rows and images: [pixels, channels]
@@ -78,7 +75,7 @@ def test_only_ungrouped_stride_one_1x1_convolutions_whose_channels_fill_vectors_
     ).eval()
     x = torch.randn(1, 16, 16, 16, generator=torch.Generator().manual_seed(3))
     built = build_module(import_model(model, x), persist=False)
-    kernels = _kernels(built.mod)
+    kernels = prim_funcs(built.mod)
     assert len([n for n in kernels if pointwise.NAME in n]) == 1, list(kernels)
     assert len([n for n in kernels if "conv2d" in n and pointwise.NAME not in n]) >= 3
     with torch.no_grad():
@@ -90,6 +87,6 @@ def test_the_tuner_searches_a_pointwise_kernel_in_the_matmul_space():
     model = _pointwise_layer()
     target = resolve_target()
     fused = legalize_and_fuse(import_model(model, torch.zeros(1, 32, 14, 14)).mod, target)
-    (func,) = [f for name, f in _kernels(fused).items() if pointwise.NAME in name]
+    (func,) = [f for name, f in prim_funcs(fused).items() if pointwise.NAME in name]
     task = ir_module_type()({"main": func.with_attr("global_symbol", "main")})
     assert is_matmul_like(task, target)

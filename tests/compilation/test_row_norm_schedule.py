@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from build_support import prim_funcs
 from torch import nn
 
 from mlc_jupyter.compilation import build_module
 from mlc_jupyter.compilation.default_schedule import SCHEDULED
 from mlc_jupyter.models import import_model
-from mlc_jupyter.tvm_compat import prim_func_type
 
 
 class ResidualNorm(nn.Module):
@@ -29,14 +29,6 @@ class ResidualNorm(nn.Module):
         return self.norm(x + y)
 
 
-def _norm_kernels(mod):
-    return {
-        gv.name_hint: f
-        for gv, f in mod.functions_items()
-        if isinstance(f, prim_func_type()) and "layer_norm" in gv.name_hint
-    }
-
-
 @pytest.mark.parametrize("width", [256, 24])
 def test_a_layer_norm_agrees_with_pytorch(width):
     gen = torch.Generator().manual_seed(0)
@@ -47,15 +39,15 @@ def test_a_layer_norm_agrees_with_pytorch(width):
     built = build_module(import_model(model, (x, y)), persist=False)
     got = np.asarray(built(x.numpy(), y.numpy()))
     np.testing.assert_allclose(got, model(x, y).detach().numpy(), rtol=1e-4, atol=1e-4)
-    assert _norm_kernels(built.mod)
-    for func in _norm_kernels(built.mod).values():
+    assert prim_funcs(built.mod, "layer_norm")
+    for func in prim_funcs(built.mod, "layer_norm").values():
         assert bool(func.attrs[SCHEDULED])
 
 
 def test_rows_are_normalised_in_one_parallel_loop_with_vector_reductions():
     x = torch.randn(1, 128, 256, generator=torch.Generator().manual_seed(1))
     built = build_module(import_model(nn.LayerNorm(256).eval(), x), persist=False)
-    (func,) = _norm_kernels(built.mod).values()
+    (func,) = prim_funcs(built.mod, "layer_norm").values()
     text = func.script()
     assert text.count("T.parallel") == 1  # one wake-up of the thread pool, not one per step
     assert text.count("T.vectorized") >= 3  # the sum, the squared differences, the output

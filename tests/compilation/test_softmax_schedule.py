@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from build_support import prim_funcs
 from torch import nn
 
 from mlc_jupyter.compilation import build_module
 from mlc_jupyter.compilation.default_schedule import SCHEDULED
 from mlc_jupyter.models import import_model
-from mlc_jupyter.tvm_compat import prim_func_type
 
 
 class ScaledMaskedSoftmax(nn.Module):
@@ -19,14 +19,6 @@ class ScaledMaskedSoftmax(nn.Module):
 
     def forward(self, scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return torch.softmax(scores.masked_fill(mask, float("-inf")) * 0.125, dim=-1)
-
-
-def _softmax_kernels(mod):
-    return {
-        gv.name_hint: f
-        for gv, f in mod.functions_items()
-        if isinstance(f, prim_func_type()) and "softmax" in gv.name_hint
-    }
 
 
 @pytest.mark.parametrize("columns", [64, 13])
@@ -41,8 +33,8 @@ def test_a_softmax_agrees_with_pytorch_for_large_and_masked_logits(columns):
     expected = model(scores, mask).numpy()
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-7)
     assert (got[mask.numpy()] < 1e-30).all()  # a masked entry has no weight
-    assert _softmax_kernels(built.mod)  # the kernel was built and scheduled
-    for func in _softmax_kernels(built.mod).values():
+    assert prim_funcs(built.mod, "softmax")  # the kernel was built and scheduled
+    for func in prim_funcs(built.mod, "softmax").values():
         assert bool(func.attrs[SCHEDULED])
 
 
@@ -50,7 +42,7 @@ def test_each_exponential_is_computed_once_in_parallel_vectorised_rows():
     scores = torch.randn(1, 4, 32, 128, generator=torch.Generator().manual_seed(1))
     mask = torch.zeros(1, 4, 32, 128, dtype=torch.bool)
     built = build_module(import_model(ScaledMaskedSoftmax().eval(), (scores, mask)), persist=False)
-    (func,) = _softmax_kernels(built.mod).values()
+    (func,) = prim_funcs(built.mod, "softmax").values()
     text = func.script()
     # the exponentials are a block of their own, stored once and read by the sum and the output
     assert text.count('T.sblock("T_fast_exp")') == 1

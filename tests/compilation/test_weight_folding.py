@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from build_support import prim_funcs
 from model_support import mobilenet_block, torch_seed
 
 from mlc_jupyter.compilation import build_module, resolve_target
@@ -17,7 +18,7 @@ from mlc_jupyter.compilation.default_schedule import (
 from mlc_jupyter.compilation.weight_folding import NotALayoutCopy, layout_copy
 from mlc_jupyter.models import import_model
 from mlc_jupyter.tvm_compat import compile as tvm_compile
-from mlc_jupyter.tvm_compat import empty, param_buffers, prim_func_type, tensor, tvm
+from mlc_jupyter.tvm_compat import empty, param_buffers, tensor, tvm
 
 
 def conv_bn_net():
@@ -39,16 +40,12 @@ def conv_bn_net():
     return model.eval()
 
 
-def _kernels(mod):
-    return {gv.name_hint: f for gv, f in mod.functions_items() if isinstance(f, prim_func_type())}
-
-
 def test_batch_norm_becomes_the_convolutions_weight_and_one_bias():
     model = conv_bn_net()
     x = torch.randn(1, 8, 12, 12, generator=torch.Generator().manual_seed(4))
     imported = import_model(model, x)
     fused = legalize_and_fuse(imported.mod, resolve_target("llvm"))
-    names = sorted(_kernels(fused))
+    names = sorted(prim_funcs(fused))
     # conv + its bias and batch norm as one add + ReLU, then conv + one add: no subtract / divide / multiply / sqrt kernels
     assert not [n for n in names if any(op in n for op in ("subtract", "divide", "sqrt"))], names
     # (the 1x1 convolution is legalised as the matrix product it is: compilation/pointwise.py)
@@ -69,7 +66,7 @@ def test_weight_packings_run_in_numpy_as_tvm_runs_them():
     transform = tvm().relax.transform
     with tvm().transform.PassContext(opt_level=3):
         split = transform.SplitLayoutRewritePreproc()(prepared.mod)
-    packings = [f for n, f in _kernels(split).items() if n.endswith(PACKING_SUFFIX)]
+    packings = [f for n, f in prim_funcs(split).items() if n.endswith(PACKING_SUFFIX)]
     assert len(packings) == 2  # the depthwise and the pointwise convolution's weights
     rng = np.random.default_rng(0)
     for func in packings:
@@ -97,7 +94,7 @@ def test_a_build_holds_its_weights_packed_and_no_packing_kernel():
     model = mobilenet_block()
     x = torch.randn(1, 32, 16, 16)
     built = build_module(import_model(model, x), persist=False)
-    assert not [n for n in _kernels(built.mod) if PACKING_SUFFIX in n]
+    assert not [n for n in prim_funcs(built.mod) if PACKING_SUFFIX in n]
     with torch.no_grad():
         expected = model(x).numpy()
     np.testing.assert_allclose(np.asarray(built(x.numpy())), expected, rtol=1e-4, atol=1e-4)
