@@ -5,13 +5,13 @@ module it was built from (TVM's JSON, to check structural equality on a hit) and
 (the key and a SHA-256 of each file). It is written in a staging folder and renamed into place
 in one step, so a reader sees a whole entry or none, and two kernels writing the same entry at
 once leave one. An entry whose files do not match their checksums, or that does not load, is
-removed and rebuilt, never loaded. The objects are emitted and linked before the build returns
-(each of TVM's LLVM modules by one thread: a module is not safe to share across threads), and the build then runs from that
-library, so its first call compiles nothing again; the module's JSON (a model's weights make it
-large) is written in the background. The folder is kept under a size limit by dropping the
-least recently used entries. A build runs from a copy of its library in a folder of the
-process's own, fresh or loaded from an entry, so clearing or evicting the entry (from any
-process) never touches a library a running kernel has loaded.
+removed and rebuilt, never loaded. The objects are emitted (each of TVM's LLVM modules by a
+thread of its own: a module is not safe to share across threads) and linked before the build
+returns, and the build then runs from that library, so its first call compiles nothing again; the
+module's JSON (a model's weights make it large) is written in the background. The folder is kept
+under a size limit by dropping the least recently used entries. A build runs from a copy of its
+library in a folder of the process's own, fresh or loaded from an entry, so clearing or evicting
+the entry (from any process) never touches a library a running kernel has loaded.
 """
 
 from __future__ import annotations
@@ -97,9 +97,9 @@ def store(
     """Write the entry for ``key``: objects emitted and linked now, the rest in the background.
 
     Returns the build loaded from the library just linked and the path of the private copy it
-    runs from (``None`` when it could not be written): emitting the objects is LLVM's code generation, and the in-memory build would do
-    it once more, as a JIT compile, on its first call. The module's text (for the equality check
-    of a later hit) is written in the background.
+    runs from (``None`` when it could not be written): emitting the objects is LLVM's code
+    generation, and the in-memory build would do it once more, as a JIT compile, on its first
+    call. The module's text (for the equality check of a later hit) is written in the background.
     """
     root = build_cache_dir()
     staging = root / f".staging-{uuid.uuid4().hex}"
