@@ -4,7 +4,8 @@ Each depthwise kernel of MobileNet v1's default build is scheduled by
 :func:`mlc_jupyter.compilation.conv_schedule.schedule_window` with the default tile
 (:func:`~mlc_jupyter.compilation.conv_schedule.depthwise_rule_tile`), with the convolution's
 rule (:func:`~mlc_jupyter.compilation.conv_schedule.rule_tile`, the most accumulators that fit)
-and with the tiles given, and every (kernel, tile) is timed in turns (TVM's timer, warm caches).
+and with the tiles given, lowered as a build lowers them, and every (kernel, tile) is timed in
+turns (TVM's timer, warm caches).
 Then the whole model is built with each rule in one process and timed in turns.
 
     python bench/bench_depthwise_tiles.py [--tiles 7x2 4x4 7x1] [--rounds 9]
@@ -31,7 +32,7 @@ def main() -> None:
     from model_support import mobilenet_v1
 
     from mlc_jupyter.caches import clear_cache
-    from mlc_jupyter.compilation import build_module, conv_schedule, device_for
+    from mlc_jupyter.compilation import build_module, conv_schedule, device_for, tir_pipeline
     from mlc_jupyter.compilation.call import prepare, relax_vm, to_device
     from mlc_jupyter.compilation.default_schedule import (
         _postprocessed,
@@ -43,6 +44,7 @@ def main() -> None:
     from mlc_jupyter.measure.timer import model_inputs
     from mlc_jupyter.models import import_model
     from mlc_jupyter.tvm_compat import Schedule, param_buffers, prim_func_type, tvm
+    from mlc_jupyter.tvm_compat import compile as tvm_compile
 
     torch.manual_seed(0)
     imported = import_model(mobilenet_v1(), torch.randn(1, 3, 224, 224))
@@ -77,7 +79,7 @@ def main() -> None:
                 conv_schedule.schedule_window(sch, unit, conv_schedule.Decisions(rows, vectors))
                 if not _postprocessed(sch):
                     continue
-                library = _tvm.compile(sch.mod, target=target).mod
+                library = tvm_compile(sch.mod, target, tir_pipeline(target)).mod
             except Exception:  # noqa: BLE001, S112 - a tile that does not divide this kernel
                 continue
             timer = library.time_evaluator("main", device, number=20)

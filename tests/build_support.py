@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from mlc_jupyter.cells import parse_script
-from mlc_jupyter.tvm_compat import Schedule, prim_func_type
+from mlc_jupyter.tvm_compat import Schedule, get_block, prim_func_type, tvm
 
 LISTINGS = Path(__file__).parent / "course" / "listings"
 COURSE_TARGET = "llvm -num-cores=2"
@@ -56,6 +56,19 @@ def matmul(n: int) -> Any:
     k = te.reduce_axis((0, n), name="k")
     c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
     return te.create_prim_func([a, b, c])
+
+
+def through_local_buffer(elements: int) -> Any:
+    """``C = A * 2 + 1`` with ``A * 2`` held in a ``local`` buffer of ``elements`` floats, as a
+    register tile's accumulators are (an IRModule with one kernel, ``main``)."""
+    te = tvm().te
+    a = te.placeholder((elements,), name="A")
+    b = te.compute((elements,), lambda i: a[i] * 2.0, name="B")
+    c = te.compute((elements,), lambda i: b[i] + 1.0, name="C")
+    func = te.create_prim_func([a, c]).with_attr("global_symbol", "main")
+    sch = Schedule(tvm().IRModule({"main": func}))
+    sch.set_scope(get_block(sch, "B"), 0, "local")
+    return sch.mod
 
 
 def mm_relu() -> Any:

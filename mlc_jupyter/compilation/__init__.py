@@ -1,6 +1,6 @@
 """Targets, cached builds and calls into built modules (the service behind ``%mlc_build``)."""
 
-from .cached_build import SCHEDULES, Built, build_module, clear_cache, made_for
+from .cached_build import SCHEDULES, Built, build_module, clear_cache, made_for, tir_pipeline
 from .disk_cache import flush as wait_for_saved_builds
 from .source import SOURCE_KINDS, generated_source
 from .targets import (
@@ -32,5 +32,6 @@ __all__ = [
     "made_for",
     "resolve_target",
     "target_kind",
+    "tir_pipeline",
     "wait_for_saved_builds",
 ]

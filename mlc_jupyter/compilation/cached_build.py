@@ -24,6 +24,7 @@ from ..results import ImportedModel
 from ..tvm_compat import compile as tvm_compile
 from ..tvm_compat import (
     prefer_nvcc_without_nvrtc,
+    register_tiles_pipeline,
     structural_equal,
     structural_hash,
     version,
@@ -272,7 +273,9 @@ def _build(
         if checked:
             executable = compile_checked(mod, target)
         else:
-            executable = tvm_compile(mod, target, parts=compile_parts(target))
+            executable = tvm_compile(
+                mod, target, tir_pipeline=tir_pipeline(target), parts=compile_parts(target)
+            )
     except Exception as err:  # noqa: BLE001 - TVM raises many types; show one line
         kernel_error = failed_kernel_compile(err)
         if kernel_error is not None:
@@ -306,6 +309,14 @@ def compile_parts(target: Any) -> int:
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, min(cores or 1, MAX_COMPILE_PARTS))
+
+
+def tir_pipeline(target: Any) -> str | None:
+    """The TIR lowering of a build for ``target``: for a CPU, TVM's default with each register
+    tile's accumulators kept in registers (:func:`.tvm_compat.register_tiles_pipeline`); TVM's
+    default (``None``) for a GPU, whose ``local`` buffers are registers already. The tuner
+    compiles its candidates with the same lowering, so that it times what a build runs."""
+    return register_tiles_pipeline() if is_cpu(target) else None
 
 
 def made_for(obj: Any) -> Any:

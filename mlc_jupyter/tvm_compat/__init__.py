@@ -11,7 +11,9 @@ per TVM subsystem, as TVM keeps one ``_ffi_api.py`` per subpackage.
   analyzer, FLOP estimate;
 - :mod:`.out_of_bounds`: TVM's static out-of-bounds checker, the guards' ops, proof strength;
 - :mod:`.schedule`: schedules, traces, block and loop handles, dlight;
-- :mod:`.build`: ``tvm.compile`` and TIR pipelines, LLVM's view of the CPU, CUDA, linking;
+- :mod:`.build`: ``tvm.compile``, LLVM's view of the CPU, CUDA, linking;
+- :mod:`.lowering`: TIR lowering pipelines, register tiles kept in registers, run-time bound
+  checks;
 - :mod:`.runtime`: tensors, thread pools, loading libraries, RPC sessions;
 - :mod:`.tuning`: MetaSchedule;
 - :mod:`.relax`: Relax passes, pipelines, expressions, the PyTorch frontends.
@@ -26,9 +28,7 @@ a TVM upgrade that changes what we rely on fails there first.
 from __future__ import annotations
 
 from .build import (
-    BOUND_CHECK_MESSAGE,
     CUDA_COMPILE_MODE_VAR,
-    DISABLE_VECTORIZE_OPTION,
     PTX_MMA,
     CompilerTimeoutError,
     compile,  # noqa: A004 - mirrors tvm.compile
@@ -36,14 +36,19 @@ from .build import (
     cuda_compiler,
     export_objects,
     host_cpu,
-    instrument_bound_checkers,
     link_shared,
     llvm_system_triple,
     nvcc_compile,
     prefer_nvcc_without_nvrtc,
-    register_tir_pipeline,
     run_compiler,
     vector_bits,
+)
+from .lowering import (
+    BOUND_CHECK_MESSAGE,
+    DISABLE_VECTORIZE_OPTION,
+    instrument_bound_checkers,
+    register_tiles_pipeline,
+    register_tir_pipeline,
 )
 from .namespaces import (
     IR_DISPLAY_TYPES,
@@ -250,6 +255,7 @@ __all__ = [
     "prim_func_type",
     "region_buffer",
     "register_global_func",
+    "register_tiles_pipeline",
     "register_tir_pipeline",
     "relax_bindings",
     "relax_expr_kind",

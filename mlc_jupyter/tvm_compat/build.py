@@ -1,5 +1,6 @@
-"""Building: ``tvm.compile`` and TIR pipelines, what a bound-checked kernel raises, LLVM's view
-of the CPU (name, triple, vector width), CUDA through nvcc, linking shared libraries."""
+"""Building: ``tvm.compile`` (a Relax module's kernels in parallel parts), LLVM's view of the CPU
+(name, triple, vector width), CUDA through nvcc, linking shared libraries. The TIR lowering
+pipelines a build may name are in :mod:`.lowering`."""
 
 from __future__ import annotations
 
@@ -10,12 +11,11 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from .namespaces import s_tir, tvm
+from .namespaces import tvm
 
 
 def compile(  # noqa: A001
@@ -101,37 +101,6 @@ def export_objects(executable: Any, workspace: str) -> list[str] | None:
     with ThreadPoolExecutor(len(jobs), thread_name_prefix="mlc-export") as pool:
         list(pool.map(lambda job: job[0].write_to_file(job[1]), jobs))
     return paths
-
-
-#: The name of TVM's default TensorIR lowering (``"default"`` before 0.27).
-_DEFAULT_TIR_PIPELINE = "s_tir"
-#: The PassContext option that keeps loops from being vectorized (``tir.disable_vectorize``).
-DISABLE_VECTORIZE_OPTION = "tirx.disable_vectorize"
-
-
-def register_tir_pipeline(name: str, extra_passes: Callable[[], list[Any]]) -> None:
-    """Register the TIR pipeline ``name``: TVM's default lowering, then the passes
-    ``extra_passes()`` returns (called each time a build asks for the pipeline)."""
-    _tvm = tvm()
-    from tvm.tirx import compilation_pipeline
-
-    def factory() -> Any:
-        lower, finalize_host, finalize_device = compilation_pipeline.get_tir_pipeline(
-            _DEFAULT_TIR_PIPELINE
-        )
-        return _tvm.transform.Sequential([lower, *extra_passes()]), finalize_host, finalize_device
-
-    compilation_pipeline.register_tir_pipeline(name, factory)
-
-
-def instrument_bound_checkers() -> Any:
-    """TVM's pass that checks, at run time, every index into a buffer announced by a
-    ``buffer_bound`` attribute (the failure raises with :data:`BOUND_CHECK_MESSAGE`)."""
-    return s_tir().transform.InstrumentBoundCheckers()
-
-
-#: What a bound-checked kernel raises (``RuntimeError``) when an index leaves its buffer.
-BOUND_CHECK_MESSAGE = "OUT OF THE BOUNDS"
 
 
 @functools.cache

@@ -18,6 +18,7 @@ from build_support import (
     listing,
     mm_relu,
     parse,
+    through_local_buffer,
     transform,
     vector_add_gpu,
     window_sum_gpu,
@@ -173,6 +174,15 @@ def test_running_a_cuda_build_without_a_gpu_says_so():
 def test_llvm_and_asm_sources_are_available(lib):
     assert "define" in lib.source("llvm")
     assert ".text" in lib.source("asm") or "mm_relu" in lib.source("asm")
+
+
+def test_a_cpu_build_keeps_a_register_tile_off_the_heap():
+    # a local buffer (a tile's accumulators) is a stack allocation LLVM keeps in registers,
+    # not a workspace taken and cleared at every tile (tvm_compat.register_tiles_pipeline)
+    built = build_module(through_local_buffer(448), force=True)
+    assert "TVMBackendAllocWorkspace" not in built.source("llvm")
+    x = np.arange(448, dtype="float32")
+    np.testing.assert_array_equal(built.main(x), x * 2 + 1)
 
 
 def test_asking_for_cuda_source_of_a_cpu_build_says_how_to_get_it(lib):

@@ -1,65 +1,14 @@
-"""Contract of tvm_compat/build.py: ``tvm.compile`` with a registered TIR pipeline, the run-time
-bound checks and the message they raise, the PassContext option that keeps loops scalar,
-LLVM's view of this CPU, and a Relax module's kernels compiled and exported in parallel parts
-(``relax.build``'s steps, some of them private). A failure names what TVM changed."""
+"""Contract of tvm_compat/build.py: LLVM's view of this CPU, and a Relax module's kernels compiled
+and exported in parallel parts (``relax.build``'s steps, some of them private). A failure names
+what TVM changed."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from build_support import through_local_buffer
 
 from mlc_jupyter import tvm_compat
-
-
-def _shifted(offset: int):
-    te = tvm_compat.tvm().te
-    a = te.placeholder((8,), name="A")
-    b = te.compute((8,), lambda i: a[i + offset], name="B")
-    func = te.create_prim_func([a, b]).with_attr("global_symbol", "main")
-    return tvm_compat.tvm().IRModule({"main": func})
-
-
-def _loaded_buffer(body):
-    """The buffer the kernel loads from, found by reflection (as compilation/tir_walk.py does)."""
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        if tvm_compat.is_ir_array(node):
-            stack.extend(node)
-        elif tvm_compat.is_ir_node(node):
-            access = tvm_compat.buffer_access(node)
-            if access is not None and not access[2]:
-                return access[0]
-            stack.extend(child for name, child in tvm_compat.node_fields(node) if name != "span")
-    raise AssertionError("no buffer load found by reflection (tensorir.buffer_access)")
-
-
-def test_a_registered_pipeline_with_bound_checks_stops_an_out_of_bounds_read():
-    tvm = tvm_compat.tvm()
-
-    def announce_a(mod, _ctx):  # the announcement compilation/checked.py makes for every buffer
-        out = {}
-        for gvar, func in mod.functions_items():
-            a = _loaded_buffer(func.body)
-            shape = tvm_compat.tir().op.tvm_tuple(*a.shape)
-            out[gvar] = func.with_body(
-                tvm_compat.tir().AttrStmt(a, "buffer_bound", shape, func.body)
-            )
-        return tvm.IRModule(out, attrs=mod.attrs)
-
-    announce = tvm.transform.module_pass(announce_a, opt_level=0, name="test.AnnounceA")
-    tvm_compat.register_tir_pipeline(
-        "test_contract_checked", lambda: [announce, tvm_compat.instrument_bound_checkers()]
-    )
-    with tvm.transform.PassContext(config={tvm_compat.DISABLE_VECTORIZE_OPTION: True}):
-        built = tvm_compat.compile(_shifted(1), "llvm", tir_pipeline="test_contract_checked")
-    a = tvm_compat.tensor(np.arange(8, dtype="float32"))
-    with pytest.raises(Exception, match=tvm_compat.BOUND_CHECK_MESSAGE):
-        built["main"](a, tvm_compat.empty((8,)))
-    plain = tvm_compat.compile(_shifted(0), "llvm")
-    b = tvm_compat.empty((8,))
-    plain["main"](a, b)
-    np.testing.assert_array_equal(b.numpy(), np.arange(8, dtype="float32"))
 
 
 def test_llvm_knows_this_cpu():
@@ -119,4 +68,6 @@ def test_a_relax_module_s_kernels_compiled_in_parts_give_tvm_s_results_and_expor
 
 def test_compile_splits_a_relax_module_s_kernels_only():
     assert tvm_compat.build.relax_kernel_count(_relax_model(3)) == 3
-    assert tvm_compat.build.relax_kernel_count(_shifted(0)) == 0  # a TIR module: as TVM builds it
+    assert (
+        tvm_compat.build.relax_kernel_count(through_local_buffer(8)) == 0
+    )  # a TIR module: as TVM builds it

@@ -15,6 +15,7 @@ import traceback
 from concurrent.futures import Future, wait
 from typing import Any
 
+from ...compilation import tir_pipeline
 from ...tvm_compat import compile as compile_module
 from ...tvm_compat import (
     derived_object,
@@ -30,8 +31,9 @@ ms = metaschedule()
 
 
 def build_candidate(mod: Any, target: Any) -> Any:
-    """Compile one candidate as MetaSchedule's builder would, in this process."""
-    return compile_module(remove_weight_layout_rewrite(mod), target)
+    """Compile one candidate as MetaSchedule's builder would, in this process, lowered as a
+    build lowers it (:func:`.compilation.tir_pipeline`)."""
+    return compile_module(remove_weight_layout_rewrite(mod), target, tir_pipeline(target))
 
 
 def _workload_key(mod: Any) -> str:
