@@ -305,10 +305,13 @@ def schedule_winograd(sch: Any, lanes: int, decisions: Decisions | None = None) 
 
 
 #: Output sizes from which a layer gets F(4x4, 3x3) / F(2x2, 3x3) (the rest: direct).
-TILE_FROM = {4: 28, 2: 14}
-#: The largest transformed weight (bytes) a layer may get: a batch-1 convolution reads all of
-#: it at every call, and F(4x4)'s is 4x the direct weight.
-MAX_WEIGHT_BYTES = 8 * 2**20
+TILE_FROM = {4: 28, 2: 7}
+#: The largest transformed weight (bytes) a layer may get with F(4x4, 3x3) / F(2x2, 3x3): a
+#: batch-1 convolution reads all of it at every call, and F(4x4)'s is 4x the direct weight,
+#: F(2x2)'s 1.8x. With each register tile in registers, F(2x2) ran ResNet-18's 7x7x512 layers
+#: faster than the direct convolution inside the model though it reads 16 MiB at every call; F(4x4)
+#: at 14x14x256 (9 MiB) was no faster than F(2x2) there (``bench/results/bench_winograd_*``).
+MAX_WEIGHT_BYTES = {4: 8 * 2**20, 2: 16 * 2**20}
 
 
 def plan_for(call: Any, lanes: int, registers: int) -> Plan | None:
@@ -331,7 +334,7 @@ def plan_for(call: Any, lanes: int, registers: int) -> Plan | None:
     out_h, out_w = shape[1], shape[2]
     for m in (4, 2):
         size = (m + 2) ** 2 * weight.shape[2] * weight.shape[3] * weight.itemsize
-        if min(out_h, out_w) >= TILE_FROM[m] and size <= MAX_WEIGHT_BYTES:
+        if min(out_h, out_w) >= TILE_FROM[m] and size <= MAX_WEIGHT_BYTES[m]:
             return Plan(m, rule_rows(registers))
     return None
 
