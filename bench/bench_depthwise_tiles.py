@@ -29,19 +29,16 @@ def main() -> None:
     import torch
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from fresh_build import whole_model
     from model_support import mobilenet_v1
 
-    from mlc_jupyter.caches import clear_cache
-    from mlc_jupyter.compilation import build_module, conv_schedule, device_for, tir_pipeline
-    from mlc_jupyter.compilation.call import prepare, relax_vm, to_device
+    from mlc_jupyter.compilation import conv_schedule, tir_pipeline
     from mlc_jupyter.compilation.default_schedule import (
         _postprocessed,
-        forget_prepared,
         prepare_model,
     )
     from mlc_jupyter.compilation.signatures import as_module
     from mlc_jupyter.compilation.targets import describe_target, resolve_target
-    from mlc_jupyter.measure.timer import model_inputs
     from mlc_jupyter.models import import_model
     from mlc_jupyter.tvm_compat import Schedule, param_buffers, prim_func_type, tvm
     from mlc_jupyter.tvm_compat import compile as tvm_compile
@@ -104,13 +101,8 @@ def main() -> None:
         ("rule_tile", lambda sch, window, registers: conv_schedule.rule_tile(window, registers)),
     ):
         conv_schedule.depthwise_rule_tile = rule
-        clear_cache(disk=False)  # the two builds share a cache key: build each anew
-        forget_prepared()  # and schedule each anew
-        built = build_module(imported, force=True, persist=False)
-        sig = prepare(built, None)
-        tensors, _ = to_device(built, sig, tuple(model_inputs(built, sig, None, 0)))
-        timer = relax_vm(built).time_evaluator(sig.name, device_for(built.target), number=10)
-        whole[label] = (timer, tensors, [])
+        made = whole_model(imported)
+        whole[label] = (made.timer, made.tensors, [])
     conv_schedule.depthwise_rule_tile = depthwise_rule_tile
     for _ in range(args.rounds):
         for timer, tensors, taken in whole.values():

@@ -27,13 +27,11 @@ def main() -> None:
     import torch
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from fresh_build import whole_model
     from model_support import encoder_layer, mobilenet_v1, resnet18
 
-    from mlc_jupyter.caches import clear_cache
-    from mlc_jupyter.compilation import build_module, cached_build, device_for
-    from mlc_jupyter.compilation.call import prepare, relax_vm, to_device
+    from mlc_jupyter.compilation import cached_build
     from mlc_jupyter.compilation.targets import describe_target, resolve_target
-    from mlc_jupyter.measure.timer import model_inputs
     from mlc_jupyter.models import import_model
 
     models = {
@@ -50,15 +48,9 @@ def main() -> None:
         timers, outputs = {}, {}
         for label, lowering in lowerings.items():
             cached_build.tir_pipeline = lowering
-            clear_cache(disk=False)  # the two builds share a cache key: build each anew
-            built = build_module(imported, force=True, persist=False)
-            sig = prepare(built, None)
-            tensors, _ = to_device(built, sig, tuple(model_inputs(built, sig, None, 0)))
-            vm = relax_vm(built)
-            result = vm[sig.name](*tensors)
-            outputs[label] = (result if hasattr(result, "numpy") else result[0]).numpy()
-            timer = vm.time_evaluator(sig.name, device_for(built.target), number=10)
-            timers[label] = (timer, tensors, [])
+            made = whole_model(imported)
+            outputs[label] = made.output
+            timers[label] = (made.timer, made.tensors, [])
         cached_build.tir_pipeline = lowerings["register tiles"]
         first, second = outputs.values()
         print(f"{name}: outputs differ by at most {float(np.abs(first - second).max()):.1e}")

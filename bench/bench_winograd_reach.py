@@ -27,13 +27,11 @@ def main() -> None:
     import torch
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from fresh_build import whole_model
     from model_support import resnet18
 
-    from mlc_jupyter.caches import clear_cache
-    from mlc_jupyter.compilation import build_module, device_for, winograd
-    from mlc_jupyter.compilation.call import prepare, relax_vm, to_device
+    from mlc_jupyter.compilation import winograd
     from mlc_jupyter.compilation.targets import describe_target, resolve_target
-    from mlc_jupyter.measure.timer import model_inputs
     from mlc_jupyter.models import import_model
 
     torch.manual_seed(0)
@@ -47,19 +45,13 @@ def main() -> None:
     timers, outputs = {}, {}
     for label, reach in reaches.items():
         winograd.TILE_FROM.update(reach)
-        clear_cache(disk=False)  # the builds share a cache key: prepare and build each anew
-        built = build_module(imported, force=True, persist=False)
+        made = whole_model(imported)
         tiles = sorted(
-            str(winograd.tile_of(f)) for _, f in built.mod.functions_items()
+            str(winograd.tile_of(f)) for _, f in made.built.mod.functions_items()
             if hasattr(f, "body") and winograd.tile_of(f) is not None
         )  # fmt: skip
-        sig = prepare(built, None)
-        tensors, _ = to_device(built, sig, tuple(model_inputs(built, sig, None, 0)))
-        vm = relax_vm(built)
-        result = vm[sig.name](*tensors)
-        outputs[label] = (result if hasattr(result, "numpy") else result[0]).numpy()
-        timer = vm.time_evaluator(sig.name, device_for(built.target), number=10)
-        timers[label] = (timer, tensors, [], " ".join(tiles))
+        outputs[label] = made.output
+        timers[label] = (made.timer, made.tensors, [], " ".join(tiles))
     winograd.TILE_FROM.update(rule)
     first = next(iter(outputs.values()))
     for _ in range(args.rounds):
