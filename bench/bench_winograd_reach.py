@@ -6,7 +6,7 @@ the model a batch-1 layer reads its whole transformed weight at every call, so t
 (``compilation/winograd.py``: ``TILE_FROM``, ``MAX_WEIGHT_BYTES``) is checked here too. Each
 alternative is ``F4_FROM,F2_FROM``: the smallest output that gets F(4x4, 3x3) / F(2x2, 3x3).
 
-    python bench/bench_winograd_reach.py [--reach 28,14 14,7] [--rounds 11]
+    python bench/bench_winograd_reach.py [--reach 28,7 14,7] [--rounds 11]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reach", nargs="*", default=["28,14", "14,7"])
+    parser.add_argument("--reach", nargs="*", default=["28,7", "14,7"])
     parser.add_argument("--rounds", type=int, default=11)
     args = parser.parse_args()
 

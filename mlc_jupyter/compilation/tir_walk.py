@@ -1,5 +1,5 @@
-"""Walking a TensorIR body: every node in source order, buffer accesses, extern calls, block
-iterator bindings with the ranges around them.
+"""Walking a TensorIR body: every node in source order, its blocks, buffer accesses, extern calls,
+block iterator bindings with the ranges around them.
 
 TVM 0.27 has no Python visitor for TIR, so the walk goes by reflection; the names it needs (node
 classes, fields, type keys) come from :mod:`mlc_jupyter.tvm_compat`.
@@ -85,6 +85,22 @@ def extern_calls(root: Any) -> Iterator[tuple[str, Any]]:
         op = getattr(node, "op", None)
         if getattr(op, "name", None) == CALL_EXTERN_OP and len(node.args):
             yield str(getattr(node.args[0], "value", node.args[0])), stmt
+
+
+def blocks(root: Any) -> Iterator[Any]:
+    """Every block under the statement ``root``, found along statements only (a kernel's
+    expressions, most of its nodes, are not visited: a query by block name stays cheap)."""
+    nodes = tir_nodes()
+    stack = [root]
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, nodes.Block):
+            yield stmt
+        for field in _STMT_CHILDREN:
+            child = getattr(stmt, field, None)
+            for item in child if field == "seq" and child is not None else (child,):
+                if isinstance(item, nodes.Stmt | nodes.Block):
+                    stack.append(item)
 
 
 def block_bindings(func: Any) -> Iterator[tuple[Any, Any, Any, Any, bool]]:

@@ -33,10 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from ..tvm_compat import constant_array, get_block, tir, tir_nodes, tvm, winograd_matrices
+from ..tvm_compat import constant_array, get_block, tir, tvm, winograd_matrices
 from .conv_schedule import fits_registers
 from .matmul_schedule import rule_k_unroll
-from .tir_walk import ir_nodes
+from .tir_walk import blocks
 
 #: Block names of the Winograd kernel (the schedule finds its steps by them).
 PAD, INPUT_ROWS, INPUT, PRODUCT, OUTPUT_ROWS, OUTPUT, RESULT = (
@@ -57,7 +57,7 @@ class Plan:
 def transformed_weight(weight_hwio: np.ndarray, m: int) -> np.ndarray:
     """``U = G g G^T`` of an HWIO 3x3 weight, as ``[a, a, C, K]`` in the weight's dtype."""
     _, _, g = winograd_matrices(m, int(weight_hwio.shape[0]))
-    u = np.einsum("xa,abck,yb->xyck", g, weight_hwio.astype(np.float64), g)
+    u = np.einsum("xa,abck,yb->xyck", g, weight_hwio.astype(np.float64), g, optimize=True)
     return np.ascontiguousarray(u.astype(weight_hwio.dtype))
 
 
@@ -304,13 +304,15 @@ def schedule_winograd(sch: Any, lanes: int, decisions: Decisions | None = None) 
         sch.vectorize(ll)
 
 
-#: Output sizes from which a layer gets F(4x4, 3x3) / F(2x2, 3x3) (the rest: direct).
-TILE_FROM = {4: 28, 2: 7}
+#: Output sizes from which a layer gets F(4x4, 3x3) / F(2x2, 3x3) (the rest: direct). F(2x2)
+#: ran ResNet-18's 7x7x512 layers faster than the direct convolution inside the model too
+#: (1.11x the whole model), but its three more Winograd kernels cost the cold build 0.6 s,
+#: past the 3 s it has (``bench/results/bench_winograd_*``): 7x7 stays direct.
+TILE_FROM = {4: 28, 2: 14}
 #: The largest transformed weight (bytes) a layer may get with F(4x4, 3x3) / F(2x2, 3x3): a
 #: batch-1 convolution reads all of it at every call, and F(4x4)'s is 4x the direct weight,
-#: F(2x2)'s 1.8x. With each register tile in registers, F(2x2) ran ResNet-18's 7x7x512 layers
-#: faster than the direct convolution inside the model though it reads 16 MiB at every call; F(4x4)
-#: at 14x14x256 (9 MiB) was no faster than F(2x2) there (``bench/results/bench_winograd_*``).
+#: F(2x2)'s 1.8x. F(2x2) with a 16 MiB weight (7x7x512) still gained in the model; F(4x4) at
+#: 14x14x256 (9 MiB) was no faster than F(2x2) there.
 MAX_WEIGHT_BYTES = {4: 8 * 2**20, 2: 16 * 2**20}
 
 
@@ -360,10 +362,9 @@ def rule_decisions(
 def product_extents(func: Any) -> tuple[int, int, int]:
     """The padded tile count, output channels and input channels (the reduction) of a Winograd
     kernel's matrix products."""
-    nodes = tir_nodes()
-    for node, _ in ir_nodes(func.body):
-        if isinstance(node, nodes.Block) and str(node.name_hint) == PRODUCT:
-            extents = [int(iv.dom.extent) for iv in node.iter_vars]
+    for block in blocks(func.body):
+        if str(block.name_hint) == PRODUCT:
+            extents = [int(iv.dom.extent) for iv in block.iter_vars]
             return extents[2], extents[3], extents[4]
     raise LookupError(PRODUCT)
 
@@ -392,8 +393,7 @@ def legalize(call: Any, bb: Any, plan: Plan) -> Any:
 
 def tile_of(func: Any) -> int | None:
     """The output tile ``m`` of a Winograd kernel (``None`` for any other kernel)."""
-    nodes = tir_nodes()
-    for node, _ in ir_nodes(func.body):
-        if isinstance(node, nodes.Block) and str(node.name_hint) == OUTPUT:
-            return int(node.iter_vars[0].dom.extent)
+    for block in blocks(func.body):
+        if str(block.name_hint) == OUTPUT:
+            return int(block.iter_vars[0].dom.extent)
     return None
