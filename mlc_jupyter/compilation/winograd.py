@@ -305,14 +305,14 @@ def schedule_winograd(sch: Any, lanes: int, decisions: Decisions | None = None) 
 
 
 #: Output sizes from which a layer gets F(4x4, 3x3) / F(2x2, 3x3) (the rest: direct). F(2x2)
-#: ran ResNet-18's 7x7x512 layers faster than the direct convolution inside the model too
-#: (1.11x the whole model), but its three more Winograd kernels cost the cold build 0.6 s,
-#: past the 3 s it has (``bench/results/bench_winograd_*``): 7x7 stays direct.
+#: also ran ResNet-18's 7x7 layers faster than the direct convolution inside the model, but its
+#: three more Winograd kernels made the cold build slower than the issue allows
+#: (``bench/results/bench_winograd_*``): 7x7 stays direct.
 TILE_FROM = {4: 28, 2: 14}
 #: The largest transformed weight (bytes) a layer may get with F(4x4, 3x3) / F(2x2, 3x3): a
 #: batch-1 convolution reads all of it at every call, and F(4x4)'s is 4x the direct weight,
-#: F(2x2)'s 1.8x. F(2x2) with a 16 MiB weight (7x7x512) still gained in the model; F(4x4) at
-#: 14x14x256 (9 MiB) was no faster than F(2x2) there.
+#: F(2x2)'s under 2x. F(2x2) still gained in the model with the 7x7x512 layers' weight; F(4x4)
+#: at 14x14x256 was no faster than F(2x2) there (``bench/results/bench_winograd_*``).
 MAX_WEIGHT_BYTES = {4: 8 * 2**20, 2: 16 * 2**20}
 
 
