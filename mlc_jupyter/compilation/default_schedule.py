@@ -122,7 +122,7 @@ def has_operators(mod: Any) -> bool:
     return bool(operator_counts(mod))
 
 
-def legalize_and_fuse(mod: Any, target: Any) -> Any:
+def legalize_and_fuse(mod: Any, target: Any, winograd_layers: frozenset[str] = frozenset()) -> Any:
     """TVM's passes from operators to fused kernels, batch norm folded for inference first.
 
     On CPUs, convolutions are converted to :data:`CPU_LAYOUTS` first (the layout
@@ -132,7 +132,9 @@ def legalize_and_fuse(mod: Any, target: Any) -> Any:
     order its loops read them (MetaSchedule's ``RewriteLayout``), once, at build time
     (:func:`pack_weights`).
 
-    The same passes give ``%mlc_tune`` its tasks, so a tuned kernel replaces the one built here.
+    The same passes give ``%mlc_tune`` its tasks, so a tuned kernel replaces the one built here;
+    ``winograd_layers`` are the layers a model's tuning chose to compute with Winograd beyond the
+    build's reach (:func:`.winograd.plan_for`'s ``wider``).
     A function that returns a dataflow variable (the book's FX translator) returns its output
     instead, as FuseOps would otherwise fuse the returned variable away.
     """
@@ -140,23 +142,9 @@ def legalize_and_fuse(mod: Any, target: Any) -> Any:
     _tvm = tvm()
     transform = _tvm.relax.transform
     cpu = "gpu" not in list(target.keys)
-    # Relax's ConvertLayout fails (std::bad_alloc) on graphs without the ops it converts, such
-    # as a transformer encoder layer: run it only where there is a convolution to convert
-    layouts = (
-        [_module_pass(clip_as_min_max, "ClipAsMinMax"), transform.ConvertLayout(CPU_LAYOUTS)]
-        if cpu and _calls_any(mod, CPU_LAYOUTS)
-        else []
-    )
     passes = [
-        *layouts,
-        transform.DecomposeOpsForInference(),
-        transform.CanonicalizeBindings(),
-        transform.DeadCodeElimination(),
-        _module_pass(fold_constants, "FoldConstantsInNumPy"),
-        _module_pass(fold_affine_epilogues, "FoldAffineEpilogues"),
-        _module_pass(sink_reshapes, "SinkReshapes"),
-        *([_module_pass(_input_transposes_folder(target), "FoldInputTransposes")] if cpu else []),
-        transform.LegalizeOps(_cpu_legalizations(target) if cpu else None),
+        *_graph_passes(mod, target, winograd_layers),
+        transform.LegalizeOps(_cpu_legalizations(target, winograd_layers) if cpu else None),
         transform.AnnotateTIROpPattern(),
         transform.FoldConstant(),
         transform.FuseOps(),
@@ -168,7 +156,59 @@ def legalize_and_fuse(mod: Any, target: Any) -> Any:
     return fused if "gpu" in list(target.keys) else mark_constant_arguments(fused, mod)
 
 
-def _cpu_legalizations(target: Any) -> dict[str, Callable[[Any, Any], Any]]:
+def _graph_passes(mod: Any, target: Any, winograd_layers: frozenset[str]) -> list[Any]:
+    """The passes before operators are legalised (layouts, batch norm, constants folded)."""
+    transform = tvm().relax.transform
+    cpu = "gpu" not in list(target.keys)
+    # Relax's ConvertLayout fails (std::bad_alloc) on graphs without the ops it converts, such
+    # as a transformer encoder layer: run it only where there is a convolution to convert
+    layouts = (
+        [_module_pass(clip_as_min_max, "ClipAsMinMax"), transform.ConvertLayout(CPU_LAYOUTS)]
+        if cpu and _calls_any(mod, CPU_LAYOUTS)
+        else []
+    )
+    folder = _input_transposes_folder(target, winograd_layers) if cpu else None
+    return [
+        *layouts,
+        transform.DecomposeOpsForInference(),
+        transform.CanonicalizeBindings(),
+        transform.DeadCodeElimination(),
+        _module_pass(fold_constants, "FoldConstantsInNumPy"),
+        _module_pass(fold_affine_epilogues, "FoldAffineEpilogues"),
+        _module_pass(sink_reshapes, "SinkReshapes"),
+        *([_module_pass(folder, "FoldInputTransposes")] if folder is not None else []),
+    ]
+
+
+def winograd_candidates(mod: Any, target: Any) -> dict[str, Any]:
+    """The ``conv2d`` calls of a CPU build's graph (before legalisation) that a model's tuning
+    may compute with Winograd beyond the build's reach, one per :func:`.winograd.layer_key`."""
+    from . import conv_schedule, winograd  # deferred: import TVM at import time
+
+    if "gpu" in list(target.keys):
+        return {}
+    unit = conv_schedule.vector_unit(target)
+    with target, tvm().transform.PassContext(opt_level=3):
+        graph = tvm().transform.Sequential(_graph_passes(mod, target, frozenset()))(
+            return_outputs(mod)
+        )
+    out: dict[str, Any] = {}
+    for _, func in graph.functions_items():
+        if not isinstance(func, tvm().relax.Function):
+            continue
+        for _var, value in relax_bindings(func):
+            if str(getattr(getattr(value, "op", None), "name", "")) != "relax.nn.conv2d":
+                continue
+            if input_layout.is_folded(value):
+                continue
+            if winograd.tuning_plan(value, unit.lanes, unit.registers) is not None:
+                out.setdefault(winograd.layer_key(value), value)
+    return out
+
+
+def _cpu_legalizations(
+    target: Any, winograd_layers: frozenset[str] = frozenset()
+) -> dict[str, Callable[[Any, Any], Any]]:
     """Relax operators a CPU build turns into kernels of its own: 3x3 stride-1 convolutions
     that gain from it become Winograd kernels (:mod:`.winograd`), 1x1 ones matrix products
     (:mod:`.pointwise`), the rest TVM's."""
@@ -182,7 +222,7 @@ def _cpu_legalizations(target: Any) -> dict[str, Callable[[Any, Any], Any]]:
             return input_layout.legalize(bb, call)
         if pointwise.is_pointwise(call, unit.lanes):
             return pointwise.legalize(call, bb)
-        plan = winograd.plan_for(call, unit.lanes, unit.registers)
+        plan = winograd.plan_for(call, unit.lanes, unit.registers, winograd_layers)
         return conv2d(bb, call) if plan is None else winograd.legalize(call, bb, plan)
 
     return {
@@ -191,7 +231,9 @@ def _cpu_legalizations(target: Any) -> dict[str, Callable[[Any, Any], Any]]:
     }
 
 
-def _input_transposes_folder(target: Any) -> Callable[[Any], Any]:
+def _input_transposes_folder(
+    target: Any, winograd_layers: frozenset[str] = frozenset()
+) -> Callable[[Any], Any]:
     """:func:`.input_layout.fold_input_transposes` for ``target``: a first convolution that
     becomes a Winograd kernel keeps its input transpose (the Winograd kernel reads NHWC)."""
     from . import conv_schedule, winograd  # deferred: import TVM at import time
@@ -199,7 +241,7 @@ def _input_transposes_folder(target: Any) -> Callable[[Any], Any]:
     unit = conv_schedule.vector_unit(target)
 
     def winograd_planned(call: Any) -> bool:
-        return winograd.plan_for(call, unit.lanes, unit.registers) is not None
+        return winograd.plan_for(call, unit.lanes, unit.registers, winograd_layers) is not None
 
     return lambda mod: input_layout.fold_input_transposes(mod, keep=winograd_planned)
 
@@ -318,17 +360,24 @@ REMEMBERED = 8
 _PREPARED: dict[str, tuple[Any, Prepared]] = {}
 
 
-def prepare_model(mod: Any, target: Any, on_progress: Progress | None = None) -> Prepared:
+def prepare_model(
+    mod: Any,
+    target: Any,
+    on_progress: Progress | None = None,
+    *,
+    winograd_layers: frozenset[str] = frozenset(),
+) -> Prepared:
     """Legalise and fuse ``mod``'s operators, then schedule each new kernel for ``target``.
 
-    Remembered per module and target for the kernel's life (a rebuild or a timing of the same
-    model does not schedule it again).
+    ``winograd_layers``: the layers a model's tuning chose for Winograd beyond the build's
+    reach (:func:`winograd_candidates`). Remembered per module, target and those layers for the
+    kernel's life (a rebuild or a timing of the same model does not schedule it again).
     """
-    key = f"{structural_hash(mod):x}|{target}"
+    key = f"{structural_hash(mod):x}|{target}|{'|'.join(sorted(winograd_layers))}"
     known = _PREPARED.get(key)
     if known is not None and structural_equal(known[0], mod):
         return known[1]
-    prepared = _prepare(mod, target, on_progress)
+    prepared = _prepare(mod, target, on_progress, winograd_layers)
     while len(_PREPARED) >= REMEMBERED:
         _PREPARED.pop(next(iter(_PREPARED)))
     _PREPARED[key] = (mod, prepared)
@@ -341,10 +390,12 @@ def forget_prepared() -> None:
     _PACKED.clear()
 
 
-def _prepare(mod: Any, target: Any, on_progress: Progress | None) -> Prepared:
+def _prepare(
+    mod: Any, target: Any, on_progress: Progress | None, winograd_layers: frozenset[str]
+) -> Prepared:
     if on_progress is not None:
         on_progress("legalising and fusing operators", 0, 0)
-    fused = legalize_and_fuse(mod, target)
+    fused = legalize_and_fuse(mod, target, winograd_layers)
     out = fused.clone()
     kernels = new_kernels(mod, fused)
     gpu = "gpu" in list(target.keys)

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..tvm_compat import constant_array, get_block, tir, tvm, winograd_matrices
+from ..tvm_compat import constant_array, expr_type, get_block, tir, tvm, winograd_matrices
 from .conv_schedule import fits_registers
 from .matmul_schedule import rule_k_unroll
 from .tir_walk import blocks
@@ -307,8 +307,13 @@ def schedule_winograd(sch: Any, lanes: int, decisions: Decisions | None = None) 
 #: Output sizes from which a layer gets F(4x4, 3x3) / F(2x2, 3x3) (the rest: direct). F(2x2)
 #: also ran ResNet-18's 7x7 layers faster than the direct convolution inside the model, but its
 #: three more Winograd kernels made the cold build slower than the issue allows
-#: (``bench/results/bench_winograd_*``): 7x7 stays direct.
+#: (``bench/results/bench_winograd_*``): 7x7 stays direct in a build.
 TILE_FROM = {4: 28, 2: 14}
+#: Output sizes from which a model's tuning may choose each tile for a layer the build leaves
+#: direct (:func:`plan_for`'s ``wider``): a tune spends minutes, so a build's compile time does
+#: not weigh; the tuner times the layer both ways and keeps the faster
+#: (:mod:`mlc_jupyter.tune.winograd_layers`).
+TUNE_TILE_FROM = {4: 28, 2: 7}
 #: The largest transformed weight (bytes) a layer may get with F(4x4, 3x3) / F(2x2, 3x3): a
 #: batch-1 convolution reads all of it at every call, and F(4x4)'s is 4x the direct weight,
 #: F(2x2)'s under 2x. F(2x2) still gained in the model with the 7x7x512 layers' weight; F(4x4)
@@ -316,10 +321,23 @@ TILE_FROM = {4: 28, 2: 14}
 MAX_WEIGHT_BYTES = {4: 8 * 2**20, 2: 16 * 2**20}
 
 
-def plan_for(call: Any, lanes: int, registers: int) -> Plan | None:
+def layer_key(call: Any) -> str:
+    """What makes a Relax ``conv2d`` call's Winograd choice: its output and weight shapes and
+    its padding (the layers of one key are one question: their kernels do the same work)."""
+    shape = "x".join(str(int(d)) for d in call.ty.shape)
+    weight = "x".join(str(int(d)) for d in expr_type(call.args[1]).shape)
+    padding = ",".join(str(int(p)) for p in call.attrs.padding)
+    return f"out {shape}, weight {weight}, padding {padding}"
+
+
+def plan_for(
+    call: Any, lanes: int, registers: int, wider: frozenset[str] = frozenset()
+) -> Plan | None:
     """The Winograd plan of a Relax ``conv2d`` call, or ``None`` where the direct convolution
     is the default: not NHWC/HWIO, not 3x3 stride 1, grouped, a weight that is not a constant,
-    channels that do not fill vectors, or a layer too small (or a weight too large) to gain."""
+    channels that do not fill vectors, or a layer too small (or a weight too large) to gain.
+    A layer whose :func:`layer_key` is in ``wider`` (a tuning chose it) is planned by
+    :data:`TUNE_TILE_FROM` instead of :data:`TILE_FROM`."""
     attrs = call.attrs
     if (str(attrs.data_layout), str(attrs.kernel_layout), str(attrs.out_layout)) != (
         "NHWC", "HWIO", "NHWC",
@@ -334,11 +352,20 @@ def plan_for(call: Any, lanes: int, registers: int) -> Plan | None:
         return None
     shape = [int(d) for d in call.ty.shape]
     out_h, out_w = shape[1], shape[2]
+    reach = TUNE_TILE_FROM if wider and layer_key(call) in wider else TILE_FROM
     for m in (4, 2):
         size = (m + 2) ** 2 * weight.shape[2] * weight.shape[3] * weight.itemsize
-        if min(out_h, out_w) >= TILE_FROM[m] and size <= MAX_WEIGHT_BYTES[m]:
+        if min(out_h, out_w) >= reach[m] and size <= MAX_WEIGHT_BYTES[m]:
             return Plan(m, rule_rows(registers))
     return None
+
+
+def tuning_plan(call: Any, lanes: int, registers: int) -> Plan | None:
+    """The plan a tuning may choose for a layer the build computes directly (``None`` when
+    the build already takes Winograd there, or no tile is in :data:`TUNE_TILE_FROM`'s reach)."""
+    if plan_for(call, lanes, registers) is not None:
+        return None
+    return plan_for(call, lanes, registers, frozenset({layer_key(call)}))
 
 
 def rule_rows(registers: int) -> int:

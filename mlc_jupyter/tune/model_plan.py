@@ -1,10 +1,12 @@
 """A whole model's tuning plan: its kernels as tasks, their shares of the model's latency, and
 kernels of one structure grouped (tuned once).
 
-The model is prepared as a build prepares it (:mod:`~mlc_jupyter.compilation.default_schedule`);
-a per-kernel profile of the default build gives each kernel its share. Both are kept in the
-model's work dir (:data:`SHARES_FILE`), with how long the plan and the last run's end took, so a
-run that resumes splits its budget as the first did and knows what its end will cost.
+The model is prepared as a build prepares it (:mod:`~mlc_jupyter.compilation.default_schedule`),
+with the layers the tuning computes with Winograd beyond the build's reach
+(:mod:`.winograd_layers`); a per-kernel profile of that model gives each kernel its share. All
+three are kept in the model's work dir (:data:`SHARES_FILE`), with how long the plan and the
+last run's end took, so a run that resumes makes the same plan, splits its budget as the first
+did and knows what its end will cost.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ..tvm_compat import (
     var_dtype,
 )
 from .tasks import collect_tasks, scalar_params
+from .winograd_layers import as_saved, choose_layers, chosen
 
 #: A kernel with a smaller share of the model's latency keeps its default schedule.
 MIN_SHARE = 0.01
@@ -76,11 +79,13 @@ class TaskGroup:
 
 @dataclass
 class ModelPlan:
-    """The model as built, its kernels (largest share first) and what the plan learned."""
+    """The model as tuned, its kernels (largest share first) and what the plan learned."""
 
-    prepared: Any
+    prepared: Any  # the model with its default schedules, Winograd on the layers chosen
     tasks: list[KernelTask] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # kernels that cannot be tuned, and why
+    notes: list[str] = field(default_factory=list)  # what the plan chose for the user to know
+    default_build: Any = None  # the model a build makes (``prepared`` when no layer changed)
     profiled: bool = True
     final_s: float = 0.0  # what the end of the run is expected to take
 
@@ -101,13 +106,27 @@ def group_tasks(tasks: list[KernelTask]) -> list[TaskGroup]:
 
 
 def plan_model(mod: Any, target: Any, func: str | None, origin: Any, work: Path) -> ModelPlan:
-    """The model as built, its tasks and their shares of the model's latency.
+    """The model as tuned, its tasks and their shares of the model's latency.
 
-    The shares are measured once per work dir and kept there (:data:`SHARES_FILE`): a run that
-    resumes splits its budget as the first run did, so it measures only what is missing.
+    The layers computed with Winograd beyond the build's reach (whole models only) and the
+    shares are measured once per work dir and kept there (:data:`SHARES_FILE`): a run that
+    resumes makes the same plan and splits its budget as the first run did.
     """
-    prepared = prepare_model(mod, target) if has_operators(mod) else Prepared(mod, fused=mod)
-    plan = ModelPlan(prepared.mod)
+    saved = _saved(work)
+    operators = has_operators(mod)
+    choices = (
+        choose_layers(mod, target, saved.get("winograd_layers"))
+        if operators and func is None
+        else []
+    )
+    layers = chosen(choices)
+    prepared = (
+        prepare_model(mod, target, winograd_layers=layers)
+        if operators
+        else Prepared(mod, fused=mod)
+    )
+    plan = ModelPlan(prepared.mod, notes=[c.note() for c in choices])
+    plan.default_build = prepare_model(mod, target).mod if layers else prepared.mod
     made = set(prepared.scheduled) | set(prepared.unscheduled)
     for gv, kernel in prepared.mod.functions_items():
         name = gv.name_hint
@@ -138,7 +157,6 @@ def plan_model(mod: Any, target: Any, func: str | None, origin: Any, work: Path)
         raise TuneError(
             f"no kernel {func!r} in this model", hint=f"its kernels: {', '.join(names) or 'none'}"
         )
-    saved = _saved(work)
     kernels = saved.get("kernels", {})
     if kernels and {t.name for t in plan.tasks} <= set(kernels):
         for task in plan.tasks:
@@ -152,7 +170,15 @@ def plan_model(mod: Any, target: Any, func: str | None, origin: Any, work: Path)
     plan.final_s = float(saved.get("final_s") or perf_counter() - began)
     if plan.profiled:
         rows = {t.name: [t.calls, t.seconds, t.share] for t in plan.tasks}
-        _save(work, {**saved, "kernels": rows, "plan_s": perf_counter() - began})
+        _save(
+            work,
+            {
+                **saved,
+                "kernels": rows,
+                "winograd_layers": as_saved(choices),
+                "plan_s": perf_counter() - began,
+            },
+        )
     return plan
 
 

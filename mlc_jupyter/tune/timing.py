@@ -28,6 +28,7 @@ from ..errors import MLCError
 from ..measure import Sampling, time_module
 from ..measure.inputs import random_inputs
 from ..measure.turns import Sampler, in_turns
+from ..tvm_compat import remove_weight_layout_rewrite, tvm
 from .search.threads import on_measure_thread, target_cores
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "final_model_timing",
     "final_timing",
     "in_turns",
+    "kernel_module",
     "kernel_sampler",
     "time_remote",
 ]
@@ -163,6 +165,14 @@ def kernel_sampler(
 ) -> Sampler:
     """A :data:`Sampler` of one kernel (its own buffer sets; see :class:`KernelSamplers`)."""
     return KernelSamplers(target, name, min_sample_s).add(mod)
+
+
+def kernel_module(func: Any) -> Any:
+    """A kernel as a model runs it: the weight packing it carries runs at build time, so it is
+    left out of the kernel's time (as MetaSchedule's builder leaves it out of a candidate's)."""
+    return remove_weight_layout_rewrite(
+        tvm().IRModule({"main": func.with_attr("global_symbol", "main")})
+    )
 
 
 #: A schedule replaces the one a kernel already has only when it is faster by more than this

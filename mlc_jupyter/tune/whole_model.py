@@ -5,10 +5,12 @@ scheduler looks at latencies, so a ResNet-18 (twenty-odd kernels) spends its fir
 trials on warming up. Here:
 
 1. The model is prepared as a build prepares it (:mod:`~mlc_jupyter.compilation.default_schedule`:
-   legalised, fused, each kernel given a default schedule); those kernels are the tasks, and so
-   are the PrimFuncs the module brings itself (called with ``R.call_tir`` or
+   legalised, fused, each kernel given a default schedule), except that the layers a build
+   leaves direct for its compile time's sake and Winograd computes faster, each timed both ways,
+   become Winograd kernels (:mod:`.winograd_layers`; not with ``func``); those kernels are the
+   tasks, and so are the PrimFuncs the module brings itself (called with ``R.call_tir`` or
    ``R.call_dps_packed``), unless their shapes are symbolic. ``func`` picks one (the book's §4.6).
-2. A per-kernel profile of the default build gives each task its share of the model's latency;
+2. A per-kernel profile of that model gives each task its share of the model's latency;
    a kernel under :data:`~.model_plan.MIN_SHARE` keeps its default schedule. Kernels of the same
    structure (structurally equal workloads) are one task: tuned once, the result used by each
    (:mod:`.model_plan` makes this plan). Tasks that share an anchor operator with another
@@ -29,10 +31,11 @@ trials on warming up. Here:
    keep their default schedule (:class:`~.budget.TimeLedger`). A task's rounds are small enough
    that the first fits half its slot.
 5. A tuned kernel replaces the default one only when it is clearly faster, both timed in turns
-   (:func:`.timing.clearly_faster`); the tuned model is then timed against the default build in
-   turns (:func:`.timing.final_model_timing`): again when it times slower than its kernels' own
-   timings say, and the default build is kept, with a note, when the tuned one is measurably
-   slower: a result is never a model slower than the build it replaces.
+   (:func:`.timing.clearly_faster`); the tuned model is then timed against the default build
+   (the build's own model, not the plan's) in turns (:func:`.timing.final_model_timing`): again
+   when it times slower than its kernels' own timings say, and the default build is kept, with
+   a note, when the tuned one is measurably slower: a result is never a model slower than the
+   build it replaces.
 """
 
 from __future__ import annotations
@@ -50,7 +53,6 @@ from ..measure import time_functions
 from ..results import ImportedModel
 from ..tvm_compat import (
     IS_SCHEDULED_ATTR,
-    remove_weight_layout_rewrite,
     tvm,
 )
 from .budget import MIN_TASK_TRIALS, Budget, Deadline, TimeLedger, round_size, slot_s
@@ -76,6 +78,7 @@ from .timing import (
     compare_in_turns,
     final_model_timing,
     in_turns,
+    kernel_module,
 )
 from .variants import Replay, join_variants, replay_decisions
 from .work_lock import hold_work_dir, waiting_progress
@@ -172,12 +175,12 @@ def _tune_model(
     tuned = perf_counter()
     tuned_mod = _assemble(plan.prepared, out.chosen)
     verdict = final_model_timing(
-        lambda: _time_models(plan.prepared, tuned_mod, origin, target, search.rpc),
+        lambda: _time_models(plan.default_build, tuned_mod, origin, target, search.rpc),
         _kernels_gain_s(out.rows),
         lambda seconds: not deadline.limited or deadline.left_s() >= seconds,
     )
     if verdict.keep_default:  # never a tuned model slower than the build it replaces
-        tuned_mod = plan.prepared
+        tuned_mod = plan.default_build
         out.rows = [dataclasses.replace(r, kept="default") for r in out.rows]
     shown = verdict.default if verdict.keep_default else verdict.tuned
     end = perf_counter()
@@ -207,7 +210,7 @@ def _tune_model(
         kept="default build" if verdict.keep_default else "tuned",
         time_budget_s=budget.time_s,
         model_tasks=tuple(sorted(out.rows, key=lambda r: -r.share)),
-        notes=tuple(plan.skipped) + tuple(out.notes) + verdict.notes,
+        notes=tuple(plan.skipped) + tuple(plan.notes) + tuple(out.notes) + verdict.notes,
         origin=origin,
         task_work_dirs=out.dirs,
         phases={"plan": planned - start, "tasks": tuned - planned, "final": end - tuned},
@@ -319,7 +322,7 @@ def _replay_on(
     before = after = None
     if replay.mod is not None and search.rpc is None:
         before, after = compare_in_turns(
-            _kernel_module(kernel.default), _kernel_module(replay.mod["main"]), target
+            kernel_module(kernel.default), kernel_module(replay.mod["main"]), target
         )
     keep = replay.mod is not None and (clearly_faster(after, before) or search.rpc is not None)
     if replay.mod is None:
@@ -410,26 +413,18 @@ def _seed_with_default(task: KernelTask, target: Any, work: Path) -> bool:
         return False
     samplers = KernelSamplers(target)
     try:
-        seconds = in_turns([samplers.add(_kernel_module(task.default))], 1)[0]
+        seconds = in_turns([samplers.add(kernel_module(task.default))], 1)[0]
     except MLCError:
         return False
     commit_schedule(work, task_mod, task.trace, seconds, target)
     return True
 
 
-def _kernel_module(func: Any) -> Any:
-    """A kernel as the model runs it: the weight packing it carries runs at build time, so it is
-    left out of the kernel's time (as MetaSchedule's builder leaves it out of a candidate's)."""
-    return remove_weight_layout_rewrite(
-        tvm().IRModule({"main": func.with_attr("global_symbol", "main")})
-    )
-
-
 def _compare(task: KernelTask, tuned: Any, target: Any) -> tuple[float | None, float | None]:
     """The default and the tuned kernel's seconds per call, timed in turns on shared buffers."""
     if tuned is None:
         return None, None
-    return compare_in_turns(_kernel_module(task.default), _kernel_module(tuned["main"]), target)
+    return compare_in_turns(kernel_module(task.default), kernel_module(tuned["main"]), target)
 
 
 def _assemble(prepared: Any, chosen: dict[str, Any]) -> Any:

@@ -108,6 +108,19 @@ def var_name(var: Any) -> str:
     return str(name if name is not None else var.name_hint)
 
 
+def one_call_module(call: Any) -> Any:
+    """A Relax module whose ``main`` takes ``call``'s first argument as its parameter and
+    returns ``call`` (its other arguments, constants, kept): one operator to build alone."""
+    relax = tvm().relax
+    data = relax.Var("data", expr_type(call.args[0]))
+    builder = relax.BlockBuilder()
+    with builder.function("main", [data]):
+        with builder.dataflow():
+            out = builder.emit_output(call_with_args(call, [data, *call.args[1:]]))
+        builder.emit_func_output(out)
+    return builder.get()
+
+
 def torch_frontend() -> ModuleType:
     """TVM's PyTorch importers: ``from_exported_program`` and ``from_fx``."""
     tvm()

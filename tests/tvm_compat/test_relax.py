@@ -55,3 +55,25 @@ def test_bound_inputs_become_constants():
 
     mod = tvm_compat.bind_inputs(_mlp(), {0: np.ones((1, 4), "float32")})
     assert len(mod["main"].params) == 0, "BindParams no longer binds main's parameter by index"
+
+
+def test_one_call_is_a_module_of_its_own_with_its_constants_kept():
+    import numpy as np
+
+    relax = tvm_compat.tvm().relax
+    x = relax.Var("x", relax.TensorType((1, 4), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.nn.relu(x))
+            out = bb.emit_output(relax.op.add(y, relax.const(np.full((1, 4), 2, "float32"))))
+        bb.emit_func_output(out)
+    call = tvm_compat.relax_bindings(bb.get()["main"])[1][1]
+    alone = tvm_compat.one_call_module(call)
+    [(_, value)] = tvm_compat.relax_bindings(alone["main"])
+    assert len(alone["main"].params) == 1 and str(value.op.name) == "relax.add"
+    assert tvm_compat.relax_expr_kind(value.args[1]) == "const", "the constant was not kept"
+    got = tvm_compat.tvm().compile(alone, "llvm")
+    vm = tvm_compat.tvm().relax.VirtualMachine(got, tvm_compat.tvm().cpu())
+    result = vm["main"](tvm_compat.tvm().runtime.tensor(np.ones((1, 4), "float32")))
+    np.testing.assert_array_equal(result.numpy(), np.full((1, 4), 3, "float32"))

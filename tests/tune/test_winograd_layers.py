@@ -1,0 +1,112 @@
+"""A model's tuning may compute with Winograd a layer the build leaves direct: ResNet-18's 7x7x512
+3x3 convolution (not the first layer, whose input transpose the build folds) is timed alone both ways, the answer is kept in the work dir (a resumed run
+makes the same plan without timing again), the plan's kernels follow it, and the tuned model
+agrees with PyTorch whichever way the layer went."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from model_support import torch_seed
+
+from mlc_jupyter.compilation import build_module, winograd
+from mlc_jupyter.compilation.default_schedule import prepare_model, winograd_candidates
+from mlc_jupyter.compilation.targets import resolve_target
+from mlc_jupyter.models import import_model
+from mlc_jupyter.tune import tune, winograd_layers
+from mlc_jupyter.tune.model_plan import SHARES_FILE, plan_model
+from mlc_jupyter.tune.timing import KEEP_MARGIN
+from mlc_jupyter.tvm_compat import prim_func_type
+
+#: ResNet-18's last 3x3 stride-1 layer: the build computes it directly (its compile time).
+LAYER = "out 1x7x7x512, weight 3x3x512x512, padding 1,1,1,1"
+
+
+@pytest.fixture(scope="module")
+def layer():
+    """Two 3x3 convolutions on 1x512x7x7, each with batch norm and ReLU (the first one reads
+    the model's input), imported, and the model's output."""
+    from torch import nn
+
+    def block():
+        conv = nn.Conv2d(512, 512, 3, 1, 1, bias=False)
+        norm = nn.BatchNorm2d(512)
+        norm.running_mean.uniform_(-0.1, 0.1)
+        norm.running_var.uniform_(0.5, 1.5)
+        return [conv, norm, nn.ReLU()]
+
+    torch_seed(7)
+    model = nn.Sequential(*block(), *block()).eval()
+    x = torch.randn(1, 512, 7, 7, generator=torch.Generator().manual_seed(8))
+    with torch.no_grad():
+        expected = model(x).numpy()
+    return x.numpy(), expected, import_model(model, x)
+
+
+def _tiles(mod):
+    """The tiles of the Winograd kernels of ``mod`` (layers of one shape share a kernel)."""
+    return sorted(
+        winograd.tile_of(f)
+        for _, f in mod.functions_items()
+        if isinstance(f, prim_func_type()) and winograd.tile_of(f) is not None
+    )
+
+
+def test_the_layers_a_tuning_may_move_are_those_the_build_leaves_direct(layer):
+    _, _, imported = layer
+    assert list(winograd_candidates(imported.mod, resolve_target("llvm"))) == [LAYER]
+
+
+def test_a_layer_is_timed_both_ways_and_winograd_kept_only_where_clearly_faster(layer):
+    _, _, imported = layer
+    [choice] = winograd_layers.choose_layers(imported.mod, resolve_target("llvm"))
+    assert choice.key == LAYER and choice.direct_s > 0 and choice.winograd_s > 0
+    wanted = choice.winograd_s < choice.direct_s * (1 - KEEP_MARGIN)
+    assert winograd_layers.chosen([choice]) == (frozenset({LAYER}) if wanted else frozenset())
+    assert f"alone, Winograd ran {choice.direct_s / choice.winograd_s:.2f}x" in choice.note()
+
+
+def test_the_plan_keeps_its_answer_and_a_resumed_run_takes_it_without_timing(
+    layer, tmp_path, monkeypatch
+):
+    _, _, imported = layer
+    target = resolve_target("llvm")
+    saved = {LAYER: [2e-3, 1e-3]}  # Winograd twice as fast, as a run before found
+    (tmp_path / SHARES_FILE).write_text(json.dumps({"kernels": {}, "winograd_layers": saved}))
+
+    def timed(*_args):
+        raise AssertionError("a resumed plan timed a layer again")
+
+    monkeypatch.setattr(winograd_layers, "compare_in_turns", timed)
+    plan = plan_model(imported.mod, target, None, imported, tmp_path)
+    assert _tiles(plan.prepared) == [2] and _tiles(plan.default_build) == []
+    assert any(t.name.startswith("fused_conv2d_winograd") for t in plan.tasks)
+    assert plan.notes[0].startswith(f"{LAYER}: computed with Winograd")
+    kept = json.loads((tmp_path / SHARES_FILE).read_text())
+    assert kept["winograd_layers"] == saved and set(kept["kernels"]) == {t.name for t in plan.tasks}
+
+
+def test_tuning_one_kernel_leaves_the_build_s_layers_as_they_are(layer, tmp_path):
+    _, _, imported = layer
+    target = resolve_target("llvm")
+    name = next(
+        gv.name_hint
+        for gv, f in prepare_model(imported.mod, target).mod.functions_items()
+        if isinstance(f, prim_func_type()) and "conv2d" in gv.name_hint
+    )
+    plan = plan_model(imported.mod, target, name, imported, tmp_path)
+    assert plan.notes == [] and _tiles(plan.prepared) == []
+
+
+def test_a_tuned_model_with_the_layer_moved_agrees_with_pytorch(layer, tmp_path):
+    x, expected, imported = layer
+    result = tune(imported, "llvm", trials=8, per_iter=8, work_dir=tmp_path, seed=0)
+    [note] = [n for n in result.notes if n.startswith(LAYER)]
+    moved = _tiles(result.mod) == [2]
+    # a Winograd kernel in the result only when the plan chose it and the tuned model was kept
+    assert moved == ("computed with Winograd" in note and result.kept == "tuned")
+    got = np.asarray(build_module(result)(x))
+    assert np.abs(got - expected).max() <= 1e-4 * np.abs(expected).max()
