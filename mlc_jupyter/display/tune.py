@@ -291,6 +291,7 @@ _STOPPED = {
     "trials": "all trials measured",
     "time": "time budget used",
     "converged": "search converged",
+    "searched": "every design space searched through, budget left",
     "interrupted": "interrupted",
 }
 

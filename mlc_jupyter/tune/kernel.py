@@ -164,9 +164,17 @@ def _tune_run(
     start = perf_counter()
     if run.remaining > 0:
         stop_reason = _search(run, shared, callback, per_iter, search.seed)
+    if stop_reason == "trials" and run.remaining > 0 and _short_of_budget(run, callback.done):
+        stop_reason = "searched"
     result = _result(run, callback, shared, stop_reason, perf_counter() - start, baseline)
     result = _peak_checked(result, run.target)
     return _scalars_kept(result, original, bind) if bind else result
+
+
+def _short_of_budget(run: _Run, records: int) -> bool:
+    """Whether MetaSchedule ended the search with trials or time still to spend: its search
+    strategy found no candidate it had not measured (a small space, searched through)."""
+    return run.budget.trials is None or records < run.budget.trials
 
 
 def _peak_checked(result: TuneResult, target: Any) -> TuneResult:

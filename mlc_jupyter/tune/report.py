@@ -87,7 +87,8 @@ class TuneResult:
     ``task_workloads``), ``mod`` the tuned module, ``trace`` the best schedule's trace (of the
     slowest task for Relax), latencies in seconds. ``best_latency_s`` is measured after the search
     the way ``%mlc_time`` measures (``timing``), not taken from the search's own figures.
-    ``stop_reason`` says why the run ended: ``trials``, ``time``, ``converged`` or ``interrupted``;
+    ``stop_reason`` says why the run ended: ``trials``, ``time``, ``converged``, ``interrupted``
+    or ``searched`` (MetaSchedule found no candidate it had not measured, budget left);
     ``spaces`` names each task's search space; ``peak_gflops`` is this machine's fp32 peak for
     the target's cores (``None`` when unknown) and ``bytes`` what the kernel's arguments hold.
     """

@@ -277,7 +277,9 @@ def _tune_groups(
         out.rpc_lost = max(out.rpc_lost, result.rpc_lost)
         out.traces.append(result.trace)
         out.interrupted = result.interrupted
-        if result.stop_reason not in ("trials", ""):
+        if result.stop_reason == "searched":  # the budget ended no task: the spaces did
+            out.stop_reason = "searched" if out.stop_reason == "trials" else out.stop_reason
+        elif result.stop_reason not in ("trials", ""):
             out.stop_reason = result.stop_reason
         out.workloads.update({t.name: task.workload for t in group.tasks})
         kept = "tuned" if keep else "default"

@@ -254,6 +254,28 @@ def test_a_time_budget_cuts_the_round_in_flight_instead_of_measuring_all_of_it(t
     assert result.stop_reason == "time" and 1 <= result.n_records < 64
 
 
+#: Eight additions: MetaSchedule's space for it holds a handful of distinct schedules.
+ADD_ONE = """
+@T.prim_func
+def main(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi] + T.float32(1)
+"""
+
+
+def test_a_space_searched_through_before_the_budget_says_so(tmp_path):
+    from mlc_jupyter import parse_tir
+    from mlc_jupyter.display.tune import result_text
+    from mlc_jupyter.tune import tune
+
+    result = tune(parse_tir(ADD_ONE), "llvm", trials=64, work_dir=tmp_path)
+    # MetaSchedule stopped by itself: not "all trials measured", which would be untrue
+    assert result.stop_reason == "searched" and 1 <= result.n_records < 64
+    assert "every design space searched through, budget left" in result_text(result)
+
+
 def test_a_kernel_with_a_scalar_parameter_is_refused_before_the_search(tmp_path):
     from mlc_jupyter import parse_tir
     from mlc_jupyter.tune import tune
