@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,7 +122,9 @@ def has_operators(mod: Any) -> bool:
     return bool(operator_counts(mod))
 
 
-def legalize_and_fuse(mod: Any, target: Any, winograd_layers: frozenset[str] = frozenset()) -> Any:
+def legalize_and_fuse(
+    mod: Any, target: Any, winograd_tiles: Mapping[str, int] | None = None
+) -> Any:
     """TVM's passes from operators to fused kernels, batch norm folded for inference first.
 
     On CPUs, convolutions are converted to :data:`CPU_LAYOUTS` first (the layout
@@ -133,8 +135,8 @@ def legalize_and_fuse(mod: Any, target: Any, winograd_layers: frozenset[str] = f
     (:func:`pack_weights`).
 
     The same passes give ``%mlc_tune`` its tasks, so a tuned kernel replaces the one built here;
-    ``winograd_layers`` are the layers a model's tuning chose to compute with Winograd beyond the
-    build's reach (:func:`.winograd.plan_for`'s ``wider``).
+    ``winograd_tiles``: the way (a Winograd tile, or direct) a model's tuning chose for a layer,
+    by :func:`.winograd.layer_key`, where it differs from the build's (:func:`.winograd.plan_for`).
     A function that returns a dataflow variable (the book's FX translator) returns its output
     instead, as FuseOps would otherwise fuse the returned variable away.
     """
@@ -143,8 +145,8 @@ def legalize_and_fuse(mod: Any, target: Any, winograd_layers: frozenset[str] = f
     transform = _tvm.relax.transform
     cpu = "gpu" not in list(target.keys)
     passes = [
-        *_graph_passes(mod, target, winograd_layers),
-        transform.LegalizeOps(_cpu_legalizations(target, winograd_layers) if cpu else None),
+        *_graph_passes(mod, target, winograd_tiles),
+        transform.LegalizeOps(_cpu_legalizations(target, winograd_tiles) if cpu else None),
         transform.AnnotateTIROpPattern(),
         transform.FoldConstant(),
         transform.FuseOps(),
@@ -156,7 +158,7 @@ def legalize_and_fuse(mod: Any, target: Any, winograd_layers: frozenset[str] = f
     return fused if "gpu" in list(target.keys) else mark_constant_arguments(fused, mod)
 
 
-def _graph_passes(mod: Any, target: Any, winograd_layers: frozenset[str]) -> list[Any]:
+def _graph_passes(mod: Any, target: Any, winograd_tiles: Mapping[str, int] | None) -> list[Any]:
     """The passes before operators are legalised (layouts, batch norm, constants folded)."""
     transform = tvm().relax.transform
     cpu = "gpu" not in list(target.keys)
@@ -167,7 +169,7 @@ def _graph_passes(mod: Any, target: Any, winograd_layers: frozenset[str]) -> lis
         if cpu and _calls_any(mod, CPU_LAYOUTS)
         else []
     )
-    folder = _input_transposes_folder(target, winograd_layers) if cpu else None
+    folder = _input_transposes_folder(target, winograd_tiles) if cpu else None
     return [
         *layouts,
         transform.DecomposeOpsForInference(),
@@ -182,16 +184,16 @@ def _graph_passes(mod: Any, target: Any, winograd_layers: frozenset[str]) -> lis
 
 def winograd_candidates(mod: Any, target: Any) -> dict[str, Any]:
     """The ``conv2d`` calls of a CPU build's graph (before legalisation) that a model's tuning
-    may compute with Winograd beyond the build's reach, one per :func:`.winograd.layer_key`."""
+    may compute in more than one way (:func:`.winograd.tile_options`), one per
+    :func:`.winograd.layer_key` (a first convolution that reads the NCHW input is left as the
+    build makes it)."""
     from . import conv_schedule, winograd  # deferred: import TVM at import time
 
     if "gpu" in list(target.keys):
         return {}
     unit = conv_schedule.vector_unit(target)
     with target, tvm().transform.PassContext(opt_level=3):
-        graph = tvm().transform.Sequential(_graph_passes(mod, target, frozenset()))(
-            return_outputs(mod)
-        )
+        graph = tvm().transform.Sequential(_graph_passes(mod, target, None))(return_outputs(mod))
     out: dict[str, Any] = {}
     for _, func in graph.functions_items():
         if not isinstance(func, tvm().relax.Function):
@@ -201,13 +203,13 @@ def winograd_candidates(mod: Any, target: Any) -> dict[str, Any]:
                 continue
             if input_layout.is_folded(value):
                 continue
-            if winograd.tuning_plan(value, unit.lanes, unit.registers) is not None:
+            if len(winograd.tile_options(value, unit.lanes)) > 1:
                 out.setdefault(winograd.layer_key(value), value)
     return out
 
 
 def _cpu_legalizations(
-    target: Any, winograd_layers: frozenset[str] = frozenset()
+    target: Any, winograd_tiles: Mapping[str, int] | None = None
 ) -> dict[str, Callable[[Any, Any], Any]]:
     """Relax operators a CPU build turns into kernels of its own: 3x3 stride-1 convolutions
     that gain from it become Winograd kernels (:mod:`.winograd`), 1x1 ones matrix products
@@ -222,7 +224,7 @@ def _cpu_legalizations(
             return input_layout.legalize(bb, call)
         if pointwise.is_pointwise(call, unit.lanes):
             return pointwise.legalize(call, bb)
-        plan = winograd.plan_for(call, unit.lanes, unit.registers, winograd_layers)
+        plan = winograd.plan_for(call, unit.lanes, unit.registers, winograd_tiles)
         return conv2d(bb, call) if plan is None else winograd.legalize(call, bb, plan)
 
     return {
@@ -232,7 +234,7 @@ def _cpu_legalizations(
 
 
 def _input_transposes_folder(
-    target: Any, winograd_layers: frozenset[str] = frozenset()
+    target: Any, winograd_tiles: Mapping[str, int] | None = None
 ) -> Callable[[Any], Any]:
     """:func:`.input_layout.fold_input_transposes` for ``target``: a first convolution that
     becomes a Winograd kernel keeps its input transpose (the Winograd kernel reads NHWC)."""
@@ -241,7 +243,7 @@ def _input_transposes_folder(
     unit = conv_schedule.vector_unit(target)
 
     def winograd_planned(call: Any) -> bool:
-        return winograd.plan_for(call, unit.lanes, unit.registers, winograd_layers) is not None
+        return winograd.plan_for(call, unit.lanes, unit.registers, winograd_tiles) is not None
 
     return lambda mod: input_layout.fold_input_transposes(mod, keep=winograd_planned)
 
@@ -365,19 +367,20 @@ def prepare_model(
     target: Any,
     on_progress: Progress | None = None,
     *,
-    winograd_layers: frozenset[str] = frozenset(),
+    winograd_tiles: Mapping[str, int] | None = None,
 ) -> Prepared:
     """Legalise and fuse ``mod``'s operators, then schedule each new kernel for ``target``.
 
-    ``winograd_layers``: the layers a model's tuning chose for Winograd beyond the build's
-    reach (:func:`winograd_candidates`). Remembered per module, target and those layers for the
-    kernel's life (a rebuild or a timing of the same model does not schedule it again).
+    ``winograd_tiles``: the way a model's tuning chose for some layers (:func:`legalize_and_fuse`).
+    Remembered per module, target and those choices for the kernel's life (a rebuild or a timing
+    of the same model does not schedule it again).
     """
-    key = f"{structural_hash(mod):x}|{target}|{'|'.join(sorted(winograd_layers))}"
+    chosen = sorted((winograd_tiles or {}).items())
+    key = f"{structural_hash(mod):x}|{target}|{chosen}"
     known = _PREPARED.get(key)
     if known is not None and structural_equal(known[0], mod):
         return known[1]
-    prepared = _prepare(mod, target, on_progress, winograd_layers)
+    prepared = _prepare(mod, target, on_progress, winograd_tiles)
     while len(_PREPARED) >= REMEMBERED:
         _PREPARED.pop(next(iter(_PREPARED)))
     _PREPARED[key] = (mod, prepared)
@@ -391,11 +394,11 @@ def forget_prepared() -> None:
 
 
 def _prepare(
-    mod: Any, target: Any, on_progress: Progress | None, winograd_layers: frozenset[str]
+    mod: Any, target: Any, on_progress: Progress | None, winograd_tiles: Mapping[str, int] | None
 ) -> Prepared:
     if on_progress is not None:
         on_progress("legalising and fusing operators", 0, 0)
-    fused = legalize_and_fuse(mod, target, winograd_layers)
+    fused = legalize_and_fuse(mod, target, winograd_tiles)
     out = fused.clone()
     kernels = new_kernels(mod, fused)
     gpu = "gpu" in list(target.keys)

@@ -28,6 +28,7 @@ This module imports TVM at import time; import it lazily.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -309,10 +310,9 @@ def schedule_winograd(sch: Any, lanes: int, decisions: Decisions | None = None) 
 #: three more Winograd kernels made the cold build slower than the issue allows
 #: (``bench/results/bench_winograd_*``): 7x7 stays direct in a build.
 TILE_FROM = {4: 28, 2: 14}
-#: Output sizes from which a model's tuning may choose each tile for a layer the build leaves
-#: direct (:func:`plan_for`'s ``wider``): a tune spends minutes, so a build's compile time does
-#: not weigh; the tuner times the layer both ways and keeps the faster
-#: (:mod:`mlc_jupyter.tune.winograd_layers`).
+#: Output sizes from which a model's tuning may time each tile on a layer (:func:`tile_options`):
+#: a tune spends minutes, so a build's compile time does not weigh; the tuner times each way of
+#: the layer and keeps the fastest (:mod:`mlc_jupyter.tune.winograd_layers`).
 TUNE_TILE_FROM = {4: 28, 2: 7}
 #: The largest transformed weight (bytes) a layer may get with F(4x4, 3x3) / F(2x2, 3x3): a
 #: batch-1 convolution reads all of it at every call, and F(4x4)'s is 4x the direct weight,
@@ -330,42 +330,56 @@ def layer_key(call: Any) -> str:
     return f"out {shape}, weight {weight}, padding {padding}"
 
 
-def plan_for(
-    call: Any, lanes: int, registers: int, wider: frozenset[str] = frozenset()
-) -> Plan | None:
-    """The Winograd plan of a Relax ``conv2d`` call, or ``None`` where the direct convolution
-    is the default: not NHWC/HWIO, not 3x3 stride 1, grouped, a weight that is not a constant,
-    channels that do not fill vectors, or a layer too small (or a weight too large) to gain.
-    A layer whose :func:`layer_key` is in ``wider`` (a tuning chose it) is planned by
-    :data:`TUNE_TILE_FROM` instead of :data:`TILE_FROM`."""
+#: A layer computed by the direct convolution, among a layer's ways (:func:`tile_options`).
+DIRECT = 0
+
+
+def _tiles_in_reach(call: Any, lanes: int, reach: Mapping[int, int]) -> list[int]:
+    """The Winograd tiles (largest first) ``reach`` gives a Relax ``conv2d`` call: none when
+    it is not NHWC/HWIO, not 3x3 stride 1, grouped, its weight not a constant, its channels do
+    not fill vectors, the layer is too small or a tile's transformed weight too large."""
     attrs = call.attrs
     if (str(attrs.data_layout), str(attrs.kernel_layout), str(attrs.out_layout)) != (
         "NHWC", "HWIO", "NHWC",
     ):  # fmt: skip
-        return None
+        return []
     if [int(s) for s in attrs.strides] != [1, 1] or [int(d) for d in attrs.dilation] != [1, 1]:
-        return None
+        return []
     weight = constant_array(call.args[1])
     if weight is None or int(attrs.groups) != 1 or weight.shape[:2] != (3, 3):
-        return None
+        return []
     if str(weight.dtype) != "float32" or weight.shape[2] % lanes or weight.shape[3] % lanes:
-        return None
+        return []
     shape = [int(d) for d in call.ty.shape]
     out_h, out_w = shape[1], shape[2]
-    reach = TUNE_TILE_FROM if wider and layer_key(call) in wider else TILE_FROM
-    for m in (4, 2):
-        size = (m + 2) ** 2 * weight.shape[2] * weight.shape[3] * weight.itemsize
-        if min(out_h, out_w) >= reach[m] and size <= MAX_WEIGHT_BYTES[m]:
-            return Plan(m, rule_rows(registers))
-    return None
+    return [
+        m
+        for m in (4, 2)
+        if min(out_h, out_w) >= reach[m]
+        and (m + 2) ** 2 * weight.shape[2] * weight.shape[3] * weight.itemsize
+        <= MAX_WEIGHT_BYTES[m]
+    ]
 
 
-def tuning_plan(call: Any, lanes: int, registers: int) -> Plan | None:
-    """The plan a tuning may choose for a layer the build computes directly (``None`` when
-    the build already takes Winograd there, or no tile is in :data:`TUNE_TILE_FROM`'s reach)."""
-    if plan_for(call, lanes, registers) is not None:
-        return None
-    return plan_for(call, lanes, registers, frozenset({layer_key(call)}))
+def plan_for(
+    call: Any, lanes: int, registers: int, tiles: Mapping[str, int] | None = None
+) -> Plan | None:
+    """The Winograd plan of a Relax ``conv2d`` call, or ``None`` where the direct convolution
+    is the default: the largest tile :data:`TILE_FROM` reaches (:func:`_tiles_in_reach`).
+    ``tiles`` maps a layer (:func:`layer_key`) to the way a tuning chose for it (a tile, or
+    :data:`DIRECT`), one of its :func:`tile_options`."""
+    if tiles:
+        chosen = tiles.get(layer_key(call))
+        if chosen is not None and chosen in tile_options(call, lanes):
+            return Plan(chosen, rule_rows(registers)) if chosen != DIRECT else None
+    reached = _tiles_in_reach(call, lanes, TILE_FROM)
+    return Plan(reached[0], rule_rows(registers)) if reached else None
+
+
+def tile_options(call: Any, lanes: int) -> list[int]:
+    """The ways a model's tuning may compute a layer: :data:`DIRECT` and each tile
+    :data:`TUNE_TILE_FROM` reaches (only the direct convolution where Winograd does not apply)."""
+    return [DIRECT, *sorted(_tiles_in_reach(call, lanes, TUNE_TILE_FROM))]
 
 
 def rule_rows(registers: int) -> int:

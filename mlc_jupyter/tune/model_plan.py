@@ -2,8 +2,8 @@
 kernels of one structure grouped (tuned once).
 
 The model is prepared as a build prepares it (:mod:`~mlc_jupyter.compilation.default_schedule`),
-with the layers the tuning computes with Winograd beyond the build's reach
-(:mod:`.winograd_layers`); a per-kernel profile of that model gives each kernel its share. All
+with the layers the tuning computes another way than the build (direct or a Winograd tile,
+:mod:`.winograd_layers`); a per-kernel profile of that model gives each kernel its share. All
 three are kept in the model's work dir (:data:`SHARES_FILE`), with how long the plan and the
 last run's end took, so a run that resumes makes the same plan, splits its budget as the first
 did and knows what its end will cost.
@@ -35,6 +35,8 @@ from .winograd_layers import as_saved, choose_layers, chosen
 
 #: A kernel with a smaller share of the model's latency keeps its default schedule.
 MIN_SHARE = 0.01
+#: The key under which :data:`SHARES_FILE` keeps how each layer is computed (and why).
+LAYER_WAYS = "layer_ways"
 #: Where a work dir keeps each kernel's calls, seconds and share of the model's latency, and how
 #: long the plan and the end of the last run took.
 SHARES_FILE = "model_shares.json"
@@ -81,7 +83,7 @@ class TaskGroup:
 class ModelPlan:
     """The model as tuned, its kernels (largest share first) and what the plan learned."""
 
-    prepared: Any  # the model with its default schedules, Winograd on the layers chosen
+    prepared: Any  # the model with its default schedules, each layer computed the way chosen
     tasks: list[KernelTask] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # kernels that cannot be tuned, and why
     notes: list[str] = field(default_factory=list)  # what the plan chose for the user to know
@@ -108,22 +110,18 @@ def group_tasks(tasks: list[KernelTask]) -> list[TaskGroup]:
 def plan_model(mod: Any, target: Any, func: str | None, origin: Any, work: Path) -> ModelPlan:
     """The model as tuned, its tasks and their shares of the model's latency.
 
-    The layers computed with Winograd beyond the build's reach (whole models only) and the
+    The ways the layers are computed (whole models only, :mod:`.winograd_layers`) and the
     shares are measured once per work dir and kept there (:data:`SHARES_FILE`): a run that
     resumes makes the same plan and splits its budget as the first run did.
     """
     saved = _saved(work)
     operators = has_operators(mod)
     choices = (
-        choose_layers(mod, target, saved.get("winograd_layers"))
-        if operators and func is None
-        else []
+        choose_layers(mod, target, saved.get(LAYER_WAYS)) if operators and func is None else []
     )
     layers = chosen(choices)
     prepared = (
-        prepare_model(mod, target, winograd_layers=layers)
-        if operators
-        else Prepared(mod, fused=mod)
+        prepare_model(mod, target, winograd_tiles=layers) if operators else Prepared(mod, fused=mod)
     )
     plan = ModelPlan(prepared.mod, notes=[c.note() for c in choices])
     plan.default_build = prepare_model(mod, target).mod if layers else prepared.mod
@@ -175,7 +173,7 @@ def plan_model(mod: Any, target: Any, func: str | None, origin: Any, work: Path)
             {
                 **saved,
                 "kernels": rows,
-                "winograd_layers": as_saved(choices),
+                LAYER_WAYS: as_saved(choices),
                 "plan_s": perf_counter() - began,
             },
         )

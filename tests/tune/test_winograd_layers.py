@@ -1,7 +1,8 @@
-"""A model's tuning may compute with Winograd a layer the build leaves direct: ResNet-18's 7x7x512
-3x3 convolution (not the first layer, whose input transpose the build folds) is timed alone both ways, the answer is kept in the work dir (a resumed run
-makes the same plan without timing again), the plan's kernels follow it, and the tuned model
-agrees with PyTorch whichever way the layer went."""
+"""A model's tuning times each way of a 3x3 layer (direct, the Winograd tiles in reach) and
+computes it the fastest way: ResNet-18's 7x7x512 layer (which the build computes directly; not
+the first layer, whose input transpose the build folds) is timed alone each way, the answer is
+kept in the work dir (a resumed run makes the same plan without timing again), the plan's
+kernels follow it, and the tuned model agrees with PyTorch whichever way the layer went."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from mlc_jupyter.compilation.default_schedule import prepare_model, winograd_can
 from mlc_jupyter.compilation.targets import resolve_target
 from mlc_jupyter.models import import_model
 from mlc_jupyter.tune import tune, winograd_layers
-from mlc_jupyter.tune.model_plan import SHARES_FILE, plan_model
+from mlc_jupyter.tune.model_plan import LAYER_WAYS, SHARES_FILE, plan_model
 from mlc_jupyter.tune.timing import KEEP_MARGIN
 from mlc_jupyter.tvm_compat import prim_func_type
 
@@ -55,18 +56,31 @@ def _tiles(mod):
     )
 
 
-def test_the_layers_a_tuning_may_move_are_those_the_build_leaves_direct(layer):
+def test_a_layer_with_more_than_one_way_is_a_question_once_per_shape(layer):
     _, _, imported = layer
     assert list(winograd_candidates(imported.mod, resolve_target("llvm"))) == [LAYER]
 
 
-def test_a_layer_is_timed_both_ways_and_winograd_kept_only_where_clearly_faster(layer):
+def test_a_layer_is_timed_each_way_and_changed_only_where_clearly_faster(layer):
     _, _, imported = layer
     [choice] = winograd_layers.choose_layers(imported.mod, resolve_target("llvm"))
-    assert choice.key == LAYER and choice.direct_s > 0 and choice.winograd_s > 0
-    wanted = choice.winograd_s < choice.direct_s * (1 - KEEP_MARGIN)
-    assert winograd_layers.chosen([choice]) == (frozenset({LAYER}) if wanted else frozenset())
-    assert f"alone, Winograd ran {choice.direct_s / choice.winograd_s:.2f}x" in choice.note()
+    # F(4x4) reaches outputs of 28x28 and more only: direct or F(2x2)
+    assert choice.key == LAYER and choice.build == winograd.DIRECT
+    assert set(choice.seconds) == {winograd.DIRECT, 2} and min(choice.seconds.values()) > 0
+    direct_s, f2_s = choice.seconds[winograd.DIRECT], choice.seconds[2]
+    wanted = f2_s < direct_s * (1 - KEEP_MARGIN)
+    assert winograd_layers.chosen([choice]) == ({LAYER: 2} if wanted else {})
+    assert f"direct {direct_s * 1e6:.0f} us, F(2x2) {f2_s * 1e6:.0f} us" in choice.note()
+
+
+def test_the_build_s_way_stays_unless_another_is_clearly_faster():
+    close = winograd_layers.LayerChoice(LAYER, 4, {0: 3e-4, 2: 1.99e-4, 4: 2e-4})
+    assert close.tile == 4 and winograd_layers.chosen([close]) == {}
+    assert close.note().startswith(f"{LAYER}: kept as built (the build's: F(4x4);")
+    faster = winograd_layers.LayerChoice(LAYER, 4, {0: 1e-4, 2: 3e-4, 4: 2e-4})
+    assert faster.tile == 0 and faster.note().startswith(f"{LAYER}: now direct")
+    untimed = winograd_layers.LayerChoice(LAYER, 0, {0: None, 2: 1e-4})
+    assert untimed.tile == 0 and "direct not timed" in untimed.note()
 
 
 def test_the_plan_keeps_its_answer_and_a_resumed_run_takes_it_without_timing(
@@ -74,19 +88,19 @@ def test_the_plan_keeps_its_answer_and_a_resumed_run_takes_it_without_timing(
 ):
     _, _, imported = layer
     target = resolve_target("llvm")
-    saved = {LAYER: [2e-3, 1e-3]}  # Winograd twice as fast, as a run before found
-    (tmp_path / SHARES_FILE).write_text(json.dumps({"kernels": {}, "winograd_layers": saved}))
+    saved = {LAYER: {"build": 0, "seconds": {"0": 2e-3, "2": 1e-3}}}  # as a run before found
+    (tmp_path / SHARES_FILE).write_text(json.dumps({"kernels": {}, LAYER_WAYS: saved}))
 
     def timed(*_args):
         raise AssertionError("a resumed plan timed a layer again")
 
-    monkeypatch.setattr(winograd_layers, "compare_in_turns", timed)
+    monkeypatch.setattr(winograd_layers, "in_turns", timed)
     plan = plan_model(imported.mod, target, None, imported, tmp_path)
     assert _tiles(plan.prepared) == [2] and _tiles(plan.default_build) == []
     assert any(t.name.startswith("fused_conv2d_winograd") for t in plan.tasks)
-    assert plan.notes[0].startswith(f"{LAYER}: computed with Winograd")
+    assert plan.notes[0].startswith(f"{LAYER}: now F(2x2)")
     kept = json.loads((tmp_path / SHARES_FILE).read_text())
-    assert kept["winograd_layers"] == saved and set(kept["kernels"]) == {t.name for t in plan.tasks}
+    assert kept[LAYER_WAYS] == saved and set(kept["kernels"]) == {t.name for t in plan.tasks}
 
 
 def test_tuning_one_kernel_leaves_the_build_s_layers_as_they_are(layer, tmp_path):
@@ -107,6 +121,6 @@ def test_a_tuned_model_with_the_layer_moved_agrees_with_pytorch(layer, tmp_path)
     [note] = [n for n in result.notes if n.startswith(LAYER)]
     moved = _tiles(result.mod) == [2]
     # a Winograd kernel in the result only when the plan chose it and the tuned model was kept
-    assert moved == ("computed with Winograd" in note and result.kept == "tuned")
+    assert moved == ("now F(2x2)" in note and result.kept == "tuned")
     got = np.asarray(build_module(result)(x))
     assert np.abs(got - expected).max() <= 1e-4 * np.abs(expected).max()
