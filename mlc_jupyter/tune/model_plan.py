@@ -30,6 +30,7 @@ from ..tvm_compat import (
     tvm,
     var_dtype,
 )
+from .database_files import write_lines
 from .tasks import collect_tasks, scalar_params
 from .winograd_layers import as_saved, choose_layers, chosen
 
@@ -192,8 +193,10 @@ def _saved(work: Path) -> dict[str, Any]:
 
 
 def _save(work: Path, saved: dict[str, Any]) -> None:
+    """Replace the plan file in one rename: a reader, or a writer killed mid-write, never
+    leaves a torn file (which would cost the next run its plan)."""
     work.mkdir(parents=True, exist_ok=True)
-    (work / SHARES_FILE).write_text(json.dumps(saved, indent=1))
+    write_lines(work / SHARES_FILE, (json.dumps(saved, indent=1).encode(),))
 
 
 def save_final_s(work: Path, seconds: float) -> None:

@@ -254,18 +254,9 @@ def test_a_time_budget_cuts_the_round_in_flight_instead_of_measuring_all_of_it(t
     assert result.stop_reason == "time" and 1 <= result.n_records < 64
 
 
-#: Eight additions: MetaSchedule's space for it holds a handful of distinct schedules.
-ADD_ONE = """
-@T.prim_func
-def main(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
-    for i in range(8):
-        with T.block("B"):
-            vi = T.axis.spatial(8, i)
-            B[vi] = A[vi] + T.float32(1)
-"""
-
-
 def test_a_space_searched_through_before_the_budget_says_so(tmp_path):
+    from foreign_support import ADD_ONE  # 16 additions: a handful of distinct schedules
+
     from mlc_jupyter import parse_tir
     from mlc_jupyter.display.tune import result_text
     from mlc_jupyter.tune import tune

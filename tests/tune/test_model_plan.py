@@ -1,5 +1,6 @@
 """A whole model's plan: a kernel that takes a scalar keeps its default schedule, named with why,
-and the model's other kernels are tuned."""
+and the model's other kernels are tuned; the plan file stays whole for a reader while another
+process rewrites it, and after that process is killed mid-write."""
 
 from __future__ import annotations
 
@@ -65,3 +66,48 @@ def test_tuning_only_the_kernel_with_a_scalar_says_why_it_cannot(tmp_path):
     with pytest.raises(TuneError) as caught:
         tune(parse_relax(MATMUL_THEN_SCALE), "llvm", trials=8, func="scale", work_dir=tmp_path)
     assert str(caught.value) == f"nothing in this model can be tuned: {SCALE_NOTE}"
+
+
+#: A process that rewrites a large plan file as fast as it can, until it is killed.
+REWRITER = """
+import sys
+from pathlib import Path
+from mlc_jupyter.tune.model_plan import save_final_s
+work, step = Path(sys.argv[1]), 0
+print("writing", flush=True)
+while True:
+    step += 1
+    save_final_s(work, float(step))
+"""
+
+
+def test_the_plan_file_is_whole_for_a_reader_and_after_its_writer_is_killed(tmp_path):
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from mlc_jupyter.tune.model_plan import SHARES_FILE
+
+    kernels = {f"fused_conv2d{i}_add_relu": [1, 1e-4, 1e-3] for i in range(5000)}
+    path = tmp_path / SHARES_FILE
+    path.write_text(json.dumps({"kernels": kernels, "final_s": 0.0}))
+    writer = subprocess.Popen(
+        [sys.executable, "-c", REWRITER, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    try:
+        assert writer.stdout.readline().strip() == b"writing"
+        end, reads = time.monotonic() + 1.5, 0
+        while time.monotonic() < end:  # a reader while it writes: the old file or the new
+            assert len(json.loads(path.read_text())["kernels"]) == len(kernels)
+            reads += 1
+        writer.send_signal(signal.SIGKILL)  # kill -9, most likely mid-write
+        writer.wait(timeout=30)
+    finally:
+        writer.kill()
+    saved = json.loads(path.read_text())
+    assert reads > 10 and len(saved["kernels"]) == len(kernels) and saved["final_s"] >= 0
