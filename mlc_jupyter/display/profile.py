@@ -21,15 +21,15 @@ def _profile_rows(profile: KernelProfile) -> list[tuple[str, int, float, float, 
     kernels = list(profile.kernels)
     for k in kernels[:PROFILE_ROWS]:
         rows.append((k.name, k.calls, k.seconds, profile.share(k), _roof_cells(profile, k)))
-    whole = profile.kernel_s + profile.overhead_s
+    whole = profile.kernel_s + profile.beyond_kernels_s
     rest = kernels[PROFILE_ROWS:]
     if rest:
         secs = sum(k.seconds for k in rest)
         calls = sum(k.calls for k in rest)
         rows.append((f"{len(rest)} other kernels", calls, secs, secs / whole, ["-"] * 4))
-    if profile.overhead_s:
-        share = profile.overhead_s / whole
-        rows.append(("VM between kernels", 0, profile.overhead_s, share, ["-"] * 4))
+    if profile.beyond_kernels_s:
+        share = profile.beyond_kernels_s / whole
+        rows.append((BEYOND_KERNELS, 0, profile.beyond_kernels_s, share, ["-"] * 4))
     return rows
 
 
@@ -58,6 +58,13 @@ _PROFILE_HEAD = (
 )
 #: Columns left out when no row has a value (no FLOP count, no machine limits).
 _HIDDEN_WHEN_EMPTY = ("GFLOP/s", "flop/byte", "bound", "% of roof")
+#: The row of the model's time that its kernels alone do not account for.
+BEYOND_KERNELS = "the model beyond its kernels"
+_BEYOND_NOTE = (
+    f"{BEYOND_KERNELS}: the whole model's time minus its kernels' times alone, that is the VM's "
+    "own instructions (allocations, shape checks), and inputs that come from memory in the "
+    "model, where alone each kernel finds its input in the cache"
+)
 _CACHE_NOTE = (
     "cache: memory-bound, yet faster than this machine's memory bandwidth (its arguments stay "
     "in a cache between calls); its % is of the memory roof"
@@ -106,6 +113,8 @@ def _profile_foot_lines(profile: KernelProfile, bounds: list[str]) -> list[str]:
     ]
     if profile.disturbed:
         lines.append(f"warning: {profile.excess_reason}")
+    if profile.beyond_kernels_s:
+        lines.append(_BEYOND_NOTE)
     return lines + ([_CACHE_NOTE] if "cache" in bounds else [])
 
 

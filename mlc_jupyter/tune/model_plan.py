@@ -226,7 +226,7 @@ def _profile(plan: ModelPlan, target: Any, origin: Any) -> None:
         for task in plan.tasks:
             task.share = 1.0 / len(plan.tasks)
         return
-    whole = profile.kernel_s + profile.overhead_s
+    whole = profile.kernel_s + profile.beyond_kernels_s
     by_name = {k.name: k for k in profile.kernels}
     for task in plan.tasks:
         kernel = by_name.get(task.name)

@@ -103,3 +103,19 @@ def test_kernels_that_outlast_the_whole_model_get_a_warning_with_the_measured_re
     assert "the machine was quiet meanwhile: each kernel is timed alone" in text
     assert "warning" not in profile_text(fits) and "busy" not in profile_text(fits)
     assert "median of 3 runs)" in profile_text(fits)
+
+
+def test_the_time_beyond_the_kernels_is_one_row_that_says_what_it_holds():
+    # kernels alone 2 ms of a model timed at 2.5 ms as a whole
+    k = KernelTime("fused_conv2d", 4, 2e-3, flops=8e8, bytes=4e7)
+    profile = KernelProfile(
+        "m", (k,), 5e-4, 2.5e-3, 3, peak_gflops=400.0, bandwidth_gbs=40.0, cores=2
+    )
+    text = profile_text(profile)
+    _, rows = _table(text)
+    assert rows[-1][:4] == ["the model beyond its kernels", "-", "500.0 us", "20.0%"]
+    # not blamed on the VM alone: a kernel timed alone finds its input cached
+    assert "the VM's own instructions (allocations, shape checks), and inputs that come " in text
+    assert "VM between kernels" not in text
+    none_beyond = dataclasses.replace(profile, beyond_kernels_s=0.0, total_s=2e-3)
+    assert "beyond its kernels" not in profile_text(none_beyond)
