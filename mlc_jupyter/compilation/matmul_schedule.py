@@ -26,7 +26,7 @@ primitives:
 ``%mlc_tune`` searches them (``tune/spaces/matmul.py``), and a default build picks them by rule
 (:func:`rule_schedule`): the register tile of the direct convolution's rule
 (:func:`.conv_schedule.rule_tile`: most accumulators that fit with the ``B`` vectors and a
-broadcast, ties to more vectors), the parallel blocks over columns first.
+broadcast, ties to more vectors), the parallel blocks over the larger operand's axis.
 Elementwise epilogues (ReLU, bias) are inlined into the write-back of the accumulators, and
 elementwise producers into the contraction. Rows from several axes of the output (the pixels of
 a 1x1 convolution's NHWC output, :mod:`.pointwise`) are iterated, accumulated and written back as
@@ -67,8 +67,8 @@ MICRO_ROWS = (4, 6, 8)
 MICRO_VECTORS = (2, 3, 4)
 #: The default tile's ``k`` unroll (at most; the largest divisor of the reduction up to it).
 K_UNROLL = 4
-#: Parallel jobs per core of the default tile: column blocks first (each core keeps its slice of
-#: ``B`` in its cache), then row blocks.
+#: Parallel jobs per core of the default tile, from the axis of the larger operand first
+#: (:func:`rule_tile`).
 JOBS_PER_CORE = 2
 
 
@@ -431,13 +431,25 @@ class RuleTile:
     k_tiles: list[int]
 
 
-def rule_tile(extents: tuple[int, int, int], batch: int, unit: VectorUnit, cores: int) -> RuleTile:
+def rule_tile(
+    extents: tuple[int, int, int],
+    batch: int,
+    unit: VectorUnit,
+    cores: int,
+    split: str = "larger",
+) -> RuleTile:
     """The default tile of a ``rows x cols x k`` contraction (``batch`` of them).
 
     The micro-kernel is the largest that :func:`.conv_schedule.fits_registers` allows (ties to
     more vectors); ``k`` is unrolled by up to :data:`K_UNROLL`; the parallel loop (batch, column
     blocks, row blocks fused) gets :data:`JOBS_PER_CORE` jobs per core, from the batch first, then
-    the columns, then the rows. Raises :class:`NotMatmul` when no micro-kernel fits.
+    from the axis that splits the larger operand: the columns of ``B`` (each core keeps its slice
+    of the weight in its cache), or the rows of ``A`` when there are more rows than columns. A
+    1x1 convolution over a large image is the latter: each core then reads its own pixels, the
+    ones the depthwise kernel before it wrote on that core; MobileNet as a whole ran no slower,
+    and faster on a busy machine (``bench/bench_parallel_split.py``). ``split="columns"`` takes
+    the columns first always, as the rule did before. Raises :class:`NotMatmul` when no
+    micro-kernel fits.
     """
     rows, cols, k = extents
     mr_choices, nv_choices = _micro_choices(rows, cols // unit.lanes, unit)
@@ -446,8 +458,12 @@ def rule_tile(extents: tuple[int, int, int], batch: int, unit: VectorUnit, cores
         raise NotMatmul("no micro-kernel fits the vector registers with its B vectors")
     mr, nv = max(fits, key=lambda mv: (mv[0] * mv[1], mv[1]))
     jobs = max(1, math.ceil(JOBS_PER_CORE * cores / batch))
-    col_tiles = _split_jobs(cols // (unit.lanes * nv), jobs)
-    row_tiles = _split_jobs(rows // mr, math.ceil(jobs / col_tiles[0]))
+    if split == "larger" and batch == 1 and rows > cols:
+        row_tiles = _split_jobs(rows // mr, jobs)
+        col_tiles = _split_jobs(cols // (unit.lanes * nv), math.ceil(jobs / row_tiles[0]))
+    else:
+        col_tiles = _split_jobs(cols // (unit.lanes * nv), jobs)
+        row_tiles = _split_jobs(rows // mr, math.ceil(jobs / col_tiles[0]))
     unroll = rule_k_unroll(k)
     return RuleTile(mr, nv, row_tiles, col_tiles, [k // unroll, unroll])
 

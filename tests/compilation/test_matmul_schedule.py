@@ -46,6 +46,19 @@ def test_the_tiles_cover_the_matrix_and_the_parallel_jobs_come_from_columns_firs
     assert batched.col_tiles[0] == 1 and batched.row_tiles[0] == 1
 
 
+def test_a_pointwise_convolution_over_a_large_image_splits_its_pixels_between_the_cores():
+    """More rows than columns (MobileNet's first 1x1 layers: 112x112 pixels, 64 channels): the
+    cores split ``A``'s rows, each reading its own pixels (those the depthwise kernel before it
+    wrote on that core), and every core reads all of the small weight."""
+    pixels, cols, k = 112 * 112, 64, 32
+    tile = rule_tile((pixels, cols, k), 1, AVX512, cores=2)
+    assert tile.rows * tile.row_tiles[0] * tile.row_tiles[1] == pixels
+    assert tile.vectors * AVX512.lanes * tile.col_tiles[0] * tile.col_tiles[1] == cols
+    assert tile.row_tiles[0] >= JOBS_PER_CORE * 2 and tile.col_tiles[0] == 1
+    late = rule_tile((7 * 7, 1024, 1024), 1, AVX512, cores=2)  # a late layer: the weight is larger
+    assert late.col_tiles[0] >= JOBS_PER_CORE * 2 and late.row_tiles[0] == 1
+
+
 @pytest.fixture(scope="module")
 def encoder():
     torch_seed()
