@@ -34,7 +34,15 @@ from typing import Any
 
 import numpy as np
 
-from ..tvm_compat import constant_array, expr_type, get_block, tir, tvm, winograd_matrices
+from ..tvm_compat import (
+    constant_array,
+    expr_type,
+    get_block,
+    param_buffers,
+    tir,
+    tvm,
+    winograd_matrices,
+)
 from .conv_schedule import fits_registers
 from .matmul_schedule import rule_k_unroll
 from .tir_walk import blocks
@@ -402,9 +410,9 @@ def rule_decisions(
 
 def product_extents(func: Any) -> tuple[int, int, int]:
     """The padded tile count, output channels and input channels (the reduction) of a Winograd
-    kernel's matrix products."""
+    kernel's matrix products (scheduled or not: ``decompose_reduction`` renames the block)."""
     for block in blocks(func.body):
-        if str(block.name_hint) == PRODUCT:
+        if str(block.name_hint) in (PRODUCT, PRODUCT + "_update"):
             extents = [int(iv.dom.extent) for iv in block.iter_vars]
             return extents[2], extents[3], extents[4]
     raise LookupError(PRODUCT)
@@ -430,6 +438,18 @@ def legalize(call: Any, bb: Any, plan: Plan) -> Any:
         primfunc_name_hint="conv2d_winograd",
         primfunc_attrs={"op_pattern": 4},  # output-elementwise fusable: the epilogue fuses
     )
+
+
+def flops_as_written(func: Any) -> float | None:
+    """The FLOPs of the convolution a Winograd kernel computes, counted as the direct convolution
+    does them (``2 x outputs x C x 9``), ``None`` for any other kernel. A race rates every build
+    of a model, and every runtime, on this count: the work the model asks for, not the fewer
+    multiplications one algorithm makes of it."""
+    if tile_of(func) is None:
+        return None
+    _, _, channels = product_extents(func)
+    output = param_buffers(func)[-1]  # destination-passing: the output is last
+    return 2.0 * math.prod(int(d) for d in output.shape) * channels * 9
 
 
 def tile_of(func: Any) -> int | None:

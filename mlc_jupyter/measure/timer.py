@@ -105,16 +105,23 @@ def estimate_flops(mod: Any, name: str) -> float | None:
 
 
 def model_flops(mod: Any) -> float | None:
-    """FLOPs of one call of a Relax module's ``main``: each kernel's estimate times its calls
-    (kernels TVM cannot estimate, copies and reshapes, count none); ``None`` when ``main`` also
-    calls functions outside the module (their work cannot be counted)."""
+    """FLOPs of one call of a Relax module's ``main`` as written: each kernel's estimate times
+    its calls, a Winograd kernel counted as the direct convolution it computes
+    (:func:`~mlc_jupyter.compilation.winograd.flops_as_written`), so that two builds of one model
+    that compute a layer in different ways, and the runtimes raced beside them, are rated on the
+    same work (kernels TVM cannot estimate, copies and reshapes, count none); ``None`` when
+    ``main`` also calls functions outside the module (their work cannot be counted)."""
+    from ..compilation.winograd import flops_as_written  # deferred: imports TVM at import
+
     try:
         if calls_externs(mod):
             return None
         calls = kernel_calls(mod)
     except Exception:  # noqa: BLE001 - not a Relax module with kernels: unknown
         return None
-    total = sum((estimate_flops(mod, k) or 0.0) * n for k, n in calls.items())
+    total = sum(
+        (flops_as_written(mod[k]) or estimate_flops(mod, k) or 0.0) * n for k, n in calls.items()
+    )
     return total or None
 
 

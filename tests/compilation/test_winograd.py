@@ -113,3 +113,33 @@ def test_the_default_products_unroll_the_input_channels_as_the_matmul_rule_does(
     assert decisions.unroll == rule_k_unroll(channels) > 1
     assert channels % decisions.unroll == 0 and decisions.unroll <= winograd.MAX_UNROLL
     assert (decisions.rows, decisions.vectors) == (4, 2)  # AVX2: 8 lanes, 16 registers
+
+
+def test_a_race_rates_each_way_of_computing_the_layers_on_the_same_work(
+    layers, monkeypatch, unprepared
+):
+    """Whole-model FLOPs count a Winograd kernel as the direct convolution it computes, so a build
+    that takes Winograd on more layers (a tuned one) reads faster, not slower, in GFLOP/s, and the
+    runtimes raced beside it are rated on the model's work (they took the first TVM row's count)."""
+    from mlc_jupyter.measure.timer import estimate_flops, model_flops
+
+    _, _, imported = layers
+    counts = {}
+    never = 10**6  # an output size no layer reaches: that tile is never taken
+    for way, ways in (
+        ("F(2x2)", {2: 1, 4: never}),
+        ("F(4x4)", {4: 1, 2: never}),
+        ("direct", {4: never, 2: never}),
+    ):
+        monkeypatch.setattr(winograd, "TILE_FROM", ways)
+        monkeypatch.setattr(winograd, "MAX_WEIGHT_BYTES", {4: 2**40, 2: 2**40})
+        clear_cache(disk=False)
+        built = build_module(imported, persist=False)
+        kernels = _winograd_kernels(built)
+        assert len(kernels) == (0 if way == "direct" else len(RESNET18_SHAPES))
+        for name in kernels:  # each does less arithmetic than the convolution it stands for
+            assert estimate_flops(built.mod, name) < winograd.flops_as_written(built.mod[name])
+        counts[way] = model_flops(built.mod)
+    direct = counts["direct"]
+    for flops in counts.values():
+        assert flops == pytest.approx(direct, rel=0.01)
