@@ -151,31 +151,49 @@ def time_functions(
     )
     report = _finish(timings, notes)
     cores = kernel_cores(first.target)
-    limits, above = _checked_peak(limits, report.timings, cores)
-    return dataclasses.replace(report, limits=limits, cores=cores, warnings=report.warnings + above)
+    limits, above, fewer = _checked_peak(limits, report.timings, cores)
+    return dataclasses.replace(
+        report,
+        limits=limits,
+        cores=cores,
+        warnings=report.warnings + above,
+        notes=report.notes + fewer,
+    )
 
 
 def _checked_peak(
     limits: MachineLimits | None, timings: tuple[Timing, ...], cores: int
-) -> tuple[MachineLimits | None, tuple[str, ...]]:
-    """The limits, measured again when a row ran above their peak (it read low), and a warning
-    for each row still above it: its rate counts the FLOPs of the work as written, so it must
-    do less arithmetic than that (a Winograd convolution, say)."""
-    fastest = max(timings, key=lambda t: t.gflops or 0.0, default=None)
-    if limits is None or fastest is None or not fastest.gflops:
-        return limits, ()
-    limits = checked_against(limits, fastest.gflops, cores, f"the row {fastest.name}")
+) -> tuple[MachineLimits | None, tuple[str, ...], tuple[str, ...]]:
+    """The limits, measured again when a row's arithmetic ran above their peak (it read low);
+    a warning for each row still above it, whose rate counts the FLOPs of the work as written, so
+    it must do less arithmetic than that (a Winograd convolution, say); and a note for each row
+    above the peak only on the FLOPs as written, whose kernels are known to do fewer (this
+    build's Winograd convolutions): nothing is wrong with the peak or the row there."""
+    fastest = max(timings, key=lambda t: t.arithmetic_gflops or 0.0, default=None)
+    if limits is None or fastest is None or not fastest.arithmetic_gflops:
+        return limits, (), ()
+    limits = checked_against(limits, fastest.arithmetic_gflops, cores, f"the row {fastest.name}")
     peak = limits.peak(cores) if limits is not None else None
     if not peak or limits is None:
-        return limits, ()
+        return limits, (), ()
     again = " (measured again just now)" if limits.remeasured else ""
-    return limits, tuple(
+    above = peak * (1 + ABOVE_PEAK)
+    warnings = tuple(
         f"{t.name} reads {t.gflops / peak:.0%} of this machine's fp32 peak ({peak:.1f} GFLOP/s, "
         f"{limits.measured()}{again}): its rate counts the FLOPs of the computation as written, "
         "so it does less arithmetic than that (a Winograd or FFT convolution, say)"
         for t in timings
-        if t.gflops and t.gflops > peak * (1 + ABOVE_PEAK)
+        if t.arithmetic_gflops and t.arithmetic_gflops > above
     )
+    notes = tuple(
+        f"{t.name}: {t.gflops / peak:.0%} of the peak on the FLOPs of the model as written "
+        f"({t.flops / 1e9:.2f} GFLOP); its kernels compute {t.arithmetic_flops / 1e9:.2f} GFLOP "
+        f"(Winograd convolutions multiply less), {t.arithmetic_gflops / peak:.0%} of the peak"
+        for t in timings
+        if t.gflops and t.gflops > above and t.arithmetic_flops and t.flops
+        and t.arithmetic_gflops and t.arithmetic_gflops <= above
+    )  # fmt: skip
+    return limits, warnings, notes
 
 
 def _race_variants(

@@ -69,6 +69,8 @@ class Contender:
     error: str | None = None
     notes: list[str] = field(default_factory=list)
     device: str = "cpu"
+    #: the FLOPs its kernels compute, where fewer than ``flops`` (:attr:`Timing.arithmetic_flops`)
+    arithmetic_flops: float | None = None
 
 
 def tvm_contender(
@@ -113,15 +115,18 @@ def tvm_contender(
         timer = module.time_evaluator(symbol, device, number=calls, repeat=1)
         return (lambda: float(timer(*tensors).mean)), calls
 
+    flops = model_flops(built.mod) if sig.relax else estimate_flops(built.mod, sig.name)
+    arithmetic = model_flops(built.mod, as_written=False) if sig.relax else flops
     return Contender(
         name,
         "tvm",
         outputs,
         calibrate,
-        flops=model_flops(built.mod) if sig.relax else estimate_flops(built.mod, sig.name),
+        flops=flops,
         bytes=model_bytes(built.mod) if sig.relax else argument_bytes(built.mod, sig.name),
         target=describe_target(built.target) + where,
         device=f"{device_name(built.target)}{where}",
+        arithmetic_flops=arithmetic if flops and arithmetic and arithmetic < flops else None,
     )
 
 
@@ -381,6 +386,7 @@ def race(
             target=c.target,
             bytes=c.bytes,
             device=c.device,
+            arithmetic_flops=c.arithmetic_flops,
         )
     return [r for r in rows if r is not None], notes
 

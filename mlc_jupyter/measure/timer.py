@@ -45,6 +45,16 @@ class Timing:
     bytes: float | None = None
     #: where the row ran: ``cpu``, ``cuda:0``, or an RPC server's device
     device: str = ""
+    #: the FLOPs its kernels compute, where fewer than ``flops`` (the work as written): a
+    #: Winograd convolution's; its rate on them is what the machine's peak bounds
+    arithmetic_flops: float | None = None
+
+    @property
+    def arithmetic_gflops(self) -> float | None:
+        """GFLOP/s of the arithmetic it does (``gflops`` unless it does less than written)."""
+        if self.arithmetic_flops and self.median_s:
+            return self.arithmetic_flops / self.median_s / 1e9
+        return self.gflops
 
     @property
     def intensity(self) -> float | None:
@@ -104,13 +114,14 @@ def estimate_flops(mod: Any, name: str) -> float | None:
     return flops or None
 
 
-def model_flops(mod: Any) -> float | None:
+def model_flops(mod: Any, as_written: bool = True) -> float | None:
     """FLOPs of one call of a Relax module's ``main`` as written: each kernel's estimate times
     its calls, a Winograd kernel counted as the direct convolution it computes
     (:func:`~mlc_jupyter.compilation.winograd.flops_as_written`), so that two builds of one model
     that compute a layer in different ways, and the runtimes raced beside them, are rated on the
     same work (kernels TVM cannot estimate, copies and reshapes, count none); ``None`` when
-    ``main`` also calls functions outside the module (their work cannot be counted)."""
+    ``main`` also calls functions outside the module (their work cannot be counted).
+    ``as_written=False`` counts the arithmetic the kernels do instead."""
     from ..compilation.winograd import flops_as_written  # deferred: imports TVM at import
 
     try:
@@ -120,7 +131,8 @@ def model_flops(mod: Any) -> float | None:
     except Exception:  # noqa: BLE001 - not a Relax module with kernels: unknown
         return None
     total = sum(
-        (flops_as_written(mod[k]) or estimate_flops(mod, k) or 0.0) * n for k, n in calls.items()
+        ((as_written and flops_as_written(mod[k])) or estimate_flops(mod, k) or 0.0) * n
+        for k, n in calls.items()
     )
     return total or None
 
