@@ -58,7 +58,7 @@ def main() -> None:
                 )
             else:
                 weight = te.placeholder((way + 2, way + 2, channels, channels), name="weight")
-                out = winograd.winograd_compute(data, weight, (1, 1, 1, 1), winograd.Plan(way, 4))
+                out = winograd.winograd_compute(data, weight, (1, 1, 1, 1), winograd.Plan(way))
             relu = _tvm.topi.nn.relu(out)
             func = te.create_prim_func([data, weight, relu]).with_attr("layout_free_buffers", [1])
             scheduled = cpu_schedule(func, target)

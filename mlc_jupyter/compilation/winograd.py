@@ -12,9 +12,15 @@ filtering F(m x m, 3 x 3) (Lavin & Gray, 2015) computes an ``m x m`` tile of out
 3. ``a^2`` independent matrix products ``M[xi, nu] = V[xi, nu] @ U[xi, nu]`` (tiles x C times
    C x K): almost all of the arithmetic, scheduled as the matmul micro-kernel is (a tile of ``mr``
    rows x ``nv`` vectors of output channels in registers, the transformed weight packed in panels
-   by ``RewriteLayout``); the tile count is padded to a multiple of ``mr``, so any tile fits;
+   by ``RewriteLayout``);
 4. each output tile transformed back, ``Y = A^T M A``, and written with the convolution's
    epilogue (bias, ReLU, a residual add) fused in.
+
+Steps 2 to 4 run block by block, a block being one or more rows of output tiles (and, where the
+transformed weight is larger than a core's cache, half of the output channels): each parallel
+job transforms its block's input tiles, multiplies them and transforms its outputs back while
+``V`` and ``M`` of the block are still in its cache. Done as three passes over the whole image,
+``V`` and ``M`` went through memory between them (``bench/bench_winograd_blocks.py``).
 
 The transforms are written as the sparse sums their matrices are (zero coefficients left out,
 ``+-1`` without a multiplication), one expression per row chosen by the row index, which the
@@ -56,11 +62,9 @@ PAD, INPUT_ROWS, INPUT, PRODUCT, OUTPUT_ROWS, OUTPUT, RESULT = (
 
 @dataclass(frozen=True)
 class Plan:
-    """How a convolution is computed with Winograd: output tile ``m`` and the rows (tiles) of
-    the matrix products padded to a multiple of ``rows``."""
+    """How a convolution is computed with Winograd: its output tile ``m`` x ``m``."""
 
     m: int
-    rows: int
 
 
 def transformed_weight(weight_hwio: np.ndarray, m: int) -> np.ndarray:
@@ -111,8 +115,7 @@ def winograd_compute(data: Any, weight: Any, padding: tuple[int, int, int, int],
     top, left, bottom, right = padding
     out_h, out_w = h + top + bottom - 2, w + left + right - 2
     tiles_h, tiles_w = math.ceil(out_h / m), math.ceil(out_w / m)
-    tiles = n_ * tiles_h * tiles_w
-    rows = math.ceil(tiles / plan.rows) * plan.rows
+    rows = n_ * tiles_h * tiles_w  # the tiles: rows of the matrix products
     dtype = str(data.dtype)
     zero = tir().const(0.0, dtype)
 
@@ -129,8 +132,6 @@ def winograd_compute(data: Any, weight: Any, padding: tuple[int, int, int, int],
     )
 
     def pixel(p: Any, r: int, s: Any, c: Any) -> Any:
-        # rows past the last tile (padding of the products) repeat the last tile's; never written
-        p = tir().min(p, tiles - 1)
         image, t = p // (tiles_h * tiles_w), p % (tiles_h * tiles_w)
         return padded[image, t // tiles_w * m + r, t % tiles_w * m + s, c]
 
@@ -182,11 +183,25 @@ def winograd_compute(data: Any, weight: Any, padding: tuple[int, int, int, int],
 
 @dataclass(frozen=True)
 class Decisions:
-    """The matrix products' register tile: ``rows`` tiles x ``vectors`` vectors of channels."""
+    """The matrix products' register tile (``rows`` tiles x ``vectors`` vectors of channels, the
+    reduction unrolled by ``unroll``) and the parallel jobs: ``block_rows`` rows of output tiles
+    by ``1 / k_split`` of the output channels each."""
 
     rows: int
     vectors: int
     unroll: int = 1
+    block_rows: int = 1
+    k_split: int = 1
+
+
+@dataclass(frozen=True)
+class Choices:
+    """What the tuning space samples each decision from (the default's is one of each)."""
+
+    rows: list[int]
+    vectors: list[int]
+    block_rows: list[int]
+    k_splits: list[int]
 
 
 def _block_named(sch: Any, name: str) -> Any:
@@ -202,61 +217,119 @@ def _block_named(sch: Any, name: str) -> Any:
 MAX_ROWS, MAX_VECTORS = 12, 4
 #: The longest unrolled run of the products' reduction the space samples.
 MAX_UNROLL = 4
+#: The largest transformed weight (bytes) the default rule leaves whole to every job: the
+#: jobs of a larger one split the output channels, so each core reads its part only.
+WEIGHT_PER_JOB_BYTES = 2**20
 
 
-def tile_choices(func: Any, lanes: int) -> tuple[list[int], list[int]]:
-    """The row blocks (divisors of the padded tile count) and channel vectors the products'
-    register tile is sampled from."""
-    rows, channels, _ = product_extents(func)
-    return _divisors(rows, MAX_ROWS), _divisors(channels // lanes, MAX_VECTORS)
+def tile_grid(func: Any) -> tuple[int, int]:
+    """The rows and columns of output tiles of a Winograd kernel (batch rows included)."""
+    m = tile_of(func)
+    batch, height, width, _ = (int(d) for d in param_buffers(func)[-1].shape)
+    return batch * math.ceil(height / m), math.ceil(width / m)
+
+
+def choices(func: Any, lanes: int) -> Choices:
+    """The decisions of a Winograd kernel's space: row blocks dividing a row of tiles (so a
+    block of whole rows needs no guard), channel vectors dividing a half of the channels where
+    they split in two, one row of tiles or all of them per job."""
+    _, channels, _ = product_extents(func)
+    tile_rows, tile_cols = tile_grid(func)
+    vectors = channels // lanes
+    k_splits = [1, 2] if vectors % 2 == 0 else [1]
+    return Choices(
+        rows=_divisors(tile_cols, MAX_ROWS),
+        vectors=_divisors(vectors // k_splits[-1], MAX_VECTORS),
+        block_rows=sorted({1, tile_rows}),
+        k_splits=k_splits,
+    )
 
 
 def _divisors(n: int, cap: int) -> list[int]:
     return [d for d in range(1, min(n, cap) + 1) if n % d == 0]
 
 
+def _sample(sch: Any, options: list[int], chosen: int | None) -> Any:
+    """One of ``options``, uniformly, or the one ``chosen``."""
+    return sch.sample_categorical(
+        options,
+        [1.0 / len(options)] * len(options),
+        decision=options.index(chosen) if chosen is not None else None,
+    )
+
+
+def _inline_epilogue(sch: Any) -> Any:
+    """Inline the result and every epilogue block but the last into the last; return it."""
+    result = _block_named(sch, RESULT)
+    consumers = list(sch.get_consumers(result))
+    if not consumers:
+        return result
+    first = str(sch.get(consumers[0]).name_hint)
+    sch.compute_inline(result)
+    root_blocks = list(sch.get_child_blocks(get_block(sch, "root")))
+    start = next(i for i, blk in enumerate(root_blocks) if str(sch.get(blk).name_hint) == first)
+    after = root_blocks[start:]
+    for block in after[:-1]:
+        sch.compute_inline(block)
+    return after[-1]
+
+
+def _in_registers(sch: Any, name: str, at: Any) -> None:
+    """Compute a transform pass (rows or columns) at loop ``at``, unrolled, in registers."""
+    block = _block_named(sch, name)
+    sch.compute_at(block, at, preserve_unit_loops=True)
+    sch.set_scope(block, 0, "local")
+    *_, first, second, _tiles, lane = sch.get_loops(block)
+    sch.unroll(first)
+    sch.unroll(second)
+    sch.vectorize(lane)
+
+
 def schedule_winograd(sch: Any, lanes: int, decisions: Decisions | None = None) -> None:
-    """Schedule a Winograd kernel (``main``, with the convolution's epilogue fused after it):
-    the products' register tile from ``decisions``, or sampled when it is ``None`` (the tuning
-    space, ``tune/spaces/conv.py``; the default build's tile is one point of it)."""
+    """Schedule a Winograd kernel (``main``, with the convolution's epilogue fused after it)
+    block by block: the decisions from ``decisions``, or sampled when it is ``None`` (the
+    tuning space, ``tune/spaces/conv.py``; the default build's are one point of it)."""
     func = sch.mod["main"]
     m = tile_of(func)
-    row_choices, vector_choices = tile_choices(func, lanes)
-    mr = sch.sample_categorical(
-        row_choices,
-        [1.0 / len(row_choices)] * len(row_choices),
-        decision=row_choices.index(decisions.rows) if decisions else None,
+    options = choices(func, lanes)
+    mr = _sample(sch, options.rows, decisions.rows if decisions else None)
+    nv = _sample(sch, options.vectors, decisions.vectors if decisions else None)
+    # sampled as output rows (a trace keeps a sampled value, not an expression of one)
+    block_height = _sample(
+        sch,
+        [rows * m for rows in options.block_rows],
+        decisions.block_rows * m if decisions else None,
     )
-    nv = sch.sample_categorical(
-        vector_choices,
-        [1.0 / len(vector_choices)] * len(vector_choices),
-        decision=vector_choices.index(decisions.vectors) if decisions else None,
-    )
+    k_split = _sample(sch, options.k_splits, decisions.k_split if decisions else None)
     # 0. the padded input: once, in parallel, vectorised
     pad = _block_named(sch, PAD)
     *outer_pad, c_pad = sch.get_loops(pad)
     sch.parallel(sch.fuse(*outer_pad))
     _, lane = sch.split(c_pad, [None, lanes])
     sch.vectorize(lane)
-    # 1. input transform: per tile and vector of input channels, both passes in registers
-    rows_block, v_block = _block_named(sch, INPUT_ROWS), _block_named(sch, INPUT)
-    xi, nu, p, c = sch.get_loops(v_block)
-    co, cl = sch.split(c, [None, lanes])
-    sch.reorder(p, co, xi, nu, cl)
-    tile_loop = sch.fuse(p, co)
-    sch.parallel(tile_loop)
+    # the jobs: blocks of rows of output tiles (by part of the channels), in parallel
+    last = _inline_epilogue(sch)
+    b, y, x, k = sch.get_loops(last)
+    y_block, y = sch.split(y, [None, block_height])
+    k_part, k = sch.split(k, [k_split, None])
+    sch.reorder(b, y_block, k_part, y, x, k)
+    job = sch.fuse(b, y_block, k_part)
+    sch.parallel(job)
+    # 3. output transform with the epilogue: per output tile and vector of channels
+    y_tile, yi = sch.split(y, [None, m])
+    x_tile, xi = sch.split(x, [None, m])
+    k_vector, lane = sch.split(k, [None, lanes])
+    sch.reorder(y_tile, x_tile, k_vector, yi, xi, lane)
+    tile_loop = sch.fuse(y_tile, x_tile, k_vector)
+    sch.unroll(yi)
     sch.unroll(xi)
-    sch.unroll(nu)
-    sch.vectorize(cl)
-    sch.compute_at(rows_block, tile_loop, preserve_unit_loops=True)
-    sch.set_scope(rows_block, 0, "local")
-    *_, r0, r1, _rp, rl = sch.get_loops(rows_block)
-    sch.unroll(r0)
-    sch.unroll(r1)
-    sch.vectorize(rl)
-    # 2. the matrix products: the micro-kernel
+    sch.vectorize(lane)
+    _in_registers(sch, OUTPUT, tile_loop)
+    _in_registers(sch, OUTPUT_ROWS, tile_loop)
+    # 2. the block's matrix products: the micro-kernel
     product = _block_named(sch, PRODUCT)
-    xi, nu, p, k, rc = sch.get_loops(product)
+    sch.compute_at(product, job, preserve_unit_loops=True)
+    *_, xi, nu, p, k, rc = sch.get_loops(product)
     po, pi = sch.split(p, [None, mr])
     ko, kv, kl = sch.split(k, [None, nv, lanes])
     reduction = int(sch.get(rc).extent)
@@ -268,10 +341,8 @@ def schedule_winograd(sch: Any, lanes: int, decisions: Decisions | None = None) 
     )
     ro, ri = sch.split(rc, unroll)
     sch.reorder(xi, nu, ko, po, ro, ri, pi, kv, kl)
-    outer = sch.fuse(xi, nu, ko, po)
-    sch.parallel(outer)
     write = sch.cache_write(product, 0, "local")
-    sch.reverse_compute_at(write, outer, preserve_unit_loops=True)
+    sch.reverse_compute_at(write, po, preserve_unit_loops=True)
     sch.unroll(ri)
     sch.unroll(pi)
     sch.unroll(kv)
@@ -280,37 +351,17 @@ def schedule_winograd(sch: Any, lanes: int, decisions: Decisions | None = None) 
     sch.vectorize(sch.get_loops(init)[-1])
     _, lane = sch.split(sch.get_loops(write)[-1], [None, lanes])
     sch.vectorize(lane)
-    # 3. output transform, with the epilogue: per output tile and vector of channels
-    result = _block_named(sch, RESULT)
-    consumers = list(sch.get_consumers(result))
-    last = result
-    if consumers:
-        first = str(sch.get(consumers[0]).name_hint)
-        sch.compute_inline(result)
-        blocks = list(sch.get_child_blocks(get_block(sch, "root")))
-        start = next(i for i, blk in enumerate(blocks) if str(sch.get(blk).name_hint) == first)
-        after = blocks[start:]
-        for block in after[:-1]:
-            sch.compute_inline(block)
-        last = after[-1]
-    b, y, x, k = sch.get_loops(last)
-    yo, yi = sch.split(y, [None, m])
-    xo, xi_ = sch.split(x, [None, m])
-    ko, kl = sch.split(k, [None, lanes])
-    sch.reorder(b, yo, xo, ko, yi, xi_, kl)
-    tile_loop = sch.fuse(b, yo, xo, ko)
-    sch.parallel(tile_loop)
-    sch.unroll(yi)
-    sch.unroll(xi_)
-    sch.vectorize(kl)
-    for name in (OUTPUT, OUTPUT_ROWS):
-        block = _block_named(sch, name)
-        sch.compute_at(block, tile_loop, preserve_unit_loops=True)
-        sch.set_scope(block, 0, "local")
-        *_, l0, l1, _lp, ll = sch.get_loops(block)
-        sch.unroll(l0)
-        sch.unroll(l1)
-        sch.vectorize(ll)
+    # 1. the block's input tiles transformed: per tile and vector of input channels
+    v_block = _block_named(sch, INPUT)
+    sch.compute_at(v_block, job, preserve_unit_loops=True)
+    *_, xi, nu, p, c = sch.get_loops(v_block)
+    co, cl = sch.split(c, [None, lanes])
+    sch.reorder(p, co, xi, nu, cl)
+    input_tile = sch.fuse(p, co)
+    sch.unroll(xi)
+    sch.unroll(nu)
+    sch.vectorize(cl)
+    _in_registers(sch, INPUT_ROWS, input_tile)
 
 
 #: Output sizes from which a layer gets F(4x4, 3x3) / F(2x2, 3x3) (the rest: direct). F(2x2)
@@ -369,9 +420,7 @@ def _tiles_in_reach(call: Any, lanes: int, reach: Mapping[int, int]) -> list[int
     ]
 
 
-def plan_for(
-    call: Any, lanes: int, registers: int, tiles: Mapping[str, int] | None = None
-) -> Plan | None:
+def plan_for(call: Any, lanes: int, tiles: Mapping[str, int] | None = None) -> Plan | None:
     """The Winograd plan of a Relax ``conv2d`` call, or ``None`` where the direct convolution
     is the default: the largest tile :data:`TILE_FROM` reaches (:func:`_tiles_in_reach`).
     ``tiles`` maps a layer (:func:`layer_key`) to the way a tuning chose for it (a tile, or
@@ -379,9 +428,9 @@ def plan_for(
     if tiles:
         chosen = tiles.get(layer_key(call))
         if chosen is not None and chosen in tile_options(call, lanes):
-            return Plan(chosen, rule_rows(registers)) if chosen != DIRECT else None
+            return Plan(chosen) if chosen != DIRECT else None
     reached = _tiles_in_reach(call, lanes, TILE_FROM)
-    return Plan(reached[0], rule_rows(registers)) if reached else None
+    return Plan(reached[0]) if reached else None
 
 
 def tile_options(call: Any, lanes: int) -> list[int]:
@@ -391,21 +440,16 @@ def tile_options(call: Any, lanes: int) -> list[int]:
 
 
 def rule_rows(registers: int) -> int:
-    """Rows (tiles) of the matrix products' register tile by the default rule."""
+    """Rows (tiles) of the matrix products' register tile by the default rule, at most."""
     return 4 if registers <= 16 else 8
 
 
-def rule_decisions(
-    rows: int, channels: int, lanes: int, registers: int, reduction: int
-) -> Decisions:
-    """The default register tile of the matrix products: ``rows`` tiles (the plan's) by as
-    many vectors of output channels as fit, the ``reduction`` (input channels) unrolled as the
-    matmul micro-kernel's rule unrolls its ``k``."""
-    vectors = max(
-        v for v in range(1, MAX_VECTORS + 1)
-        if (channels // lanes) % v == 0 and (v == 1 or fits_registers(rows, v, registers))
-    )  # fmt: skip
-    return Decisions(rows, vectors, min(rule_k_unroll(reduction), MAX_UNROLL))
+def rule_decisions(rows: int, vectors: list[int], registers: int, reduction: int) -> Decisions:
+    """The default register tile of the matrix products: ``rows`` tiles by as many of
+    ``vectors`` (the space's choices) vectors of output channels as fit, the ``reduction`` (input
+    channels) unrolled as the matmul micro-kernel's rule unrolls its ``k``."""
+    fitting = max(v for v in vectors if v == 1 or fits_registers(rows, v, registers))
+    return Decisions(rows, fitting, min(rule_k_unroll(reduction), MAX_UNROLL))
 
 
 def product_extents(func: Any) -> tuple[int, int, int]:
@@ -418,12 +462,23 @@ def product_extents(func: Any) -> tuple[int, int, int]:
     raise LookupError(PRODUCT)
 
 
-def rule_decisions_for(func: Any, lanes: int, registers: int) -> Decisions:
-    """:func:`rule_decisions` for a Winograd kernel: its rows divide the padded tile count."""
-    rows, channels, reduction = product_extents(func)
+def rule_decisions_for(func: Any, lanes: int, registers: int, cores: int) -> Decisions:
+    """The default decisions of a Winograd kernel: :func:`rule_decisions`' register tile on a
+    row block dividing a row of tiles; one row of tiles per job, or, where the transformed weight
+    is over :data:`WEIGHT_PER_JOB_BYTES` and the channels split, half of them per job (over all
+    the rows where that still gives every core a job)."""
+    options = choices(func, lanes)
+    _, channels, reduction = product_extents(func)
     wanted = rule_rows(registers)
-    fit = max(r for r in range(1, wanted + 1) if rows % r == 0)
-    return rule_decisions(fit, channels, lanes, registers, reduction)
+    rows = max(r for r in options.rows if r <= wanted)
+    tile = rule_decisions(rows, options.vectors, registers, reduction)
+    alpha = tile_of(func) + 2
+    weight_bytes = alpha * alpha * reduction * channels * 4
+    if weight_bytes <= WEIGHT_PER_JOB_BYTES or options.k_splits[-1] == 1:
+        return tile
+    tile_rows, _ = tile_grid(func)
+    block_rows = tile_rows if cores <= options.k_splits[-1] else 1
+    return Decisions(tile.rows, tile.vectors, tile.unroll, block_rows, options.k_splits[-1])
 
 
 def legalize(call: Any, bb: Any, plan: Plan) -> Any:

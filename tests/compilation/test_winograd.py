@@ -4,15 +4,24 @@ Winograd where it gains (the large layers) and the direct convolution elsewhere.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
 from model_support import torch_seed
 
-from mlc_jupyter.compilation import build_module, clear_cache, winograd
+from mlc_jupyter.compilation import build_module, clear_cache, resolve_target, winograd
+from mlc_jupyter.compilation.conv_schedule import vector_unit
 from mlc_jupyter.compilation.matmul_schedule import rule_k_unroll
 from mlc_jupyter.models import import_model
-from mlc_jupyter.tvm_compat import prim_func_type, winograd_matrices
+from mlc_jupyter.tvm_compat import (
+    Schedule,
+    ir_module_type,
+    prim_func_type,
+    tvm,
+    winograd_matrices,
+)
 
 #: ResNet-18's 3x3 stride-1 convolutions: (output size, channels).
 RESNET18_SHAPES = ((56, 64), (28, 128), (14, 256), (7, 512))
@@ -109,7 +118,7 @@ def test_the_transform_matrices_compute_a_correlation(m):
 def test_the_default_products_unroll_the_input_channels_as_the_matmul_rule_does(size, channels):
     # the products are tiles x C times C x K matmuls: their reduction is unrolled by the same
     # rule as the matmul micro-kernel's k (a run of broadcast-FMA steps without a loop test)
-    decisions = winograd.rule_decisions(4, channels, 8, 16, channels)
+    decisions = winograd.rule_decisions(4, [1, 2, 4], 16, channels)
     assert decisions.unroll == rule_k_unroll(channels) > 1
     assert channels % decisions.unroll == 0 and decisions.unroll <= winograd.MAX_UNROLL
     assert (decisions.rows, decisions.vectors) == (4, 2)  # AVX2: 8 lanes, 16 registers
@@ -143,3 +152,70 @@ def test_a_race_rates_each_way_of_computing_the_layers_on_the_same_work(
     direct = counts["direct"]
     for flops in counts.values():
         assert flops == pytest.approx(direct, rel=0.01)
+
+
+def _te_winograd_kernel(size, channels, m):
+    """A 3x3 stride-1 NHWC convolution (padding 1) by Winograd with a ReLU, as TensorIR."""
+    _tvm = tvm()
+    te = _tvm.te
+    data = te.placeholder((1, size, size, channels), name="data")
+    weight = te.placeholder((m + 2, m + 2, channels, channels), name="weight")
+    out = winograd.winograd_compute(data, weight, (1, 1, 1, 1), winograd.Plan(m))
+    func = te.create_prim_func([data, weight, _tvm.topi.nn.relu(out)])
+    return ir_module_type()({"main": func.with_attr("global_symbol", "main")})
+
+
+@pytest.mark.parametrize(("size", "m"), [(14, 2), (12, 4)])
+def test_each_way_of_splitting_the_work_between_the_cores_computes_the_convolution(size, m):
+    # the tuning space samples the jobs: one row of output tiles or all of them, all the output
+    # channels or half; every one of them is the same convolution
+    channels = 32  # whole vectors that split in two on AVX-512 and AVX2 alike
+    target = resolve_target("llvm")
+    unit = vector_unit(target)
+    mod = _te_winograd_kernel(size, channels, m)
+    rng = np.random.default_rng(size)
+    x = rng.uniform(-1, 1, (1, size, size, channels)).astype("float32")
+    w = rng.uniform(-1, 1, (3, 3, channels, channels)).astype("float32")
+    with torch.no_grad():
+        expected = torch.relu(
+            torch.nn.functional.conv2d(
+                torch.from_numpy(x).permute(0, 3, 1, 2),
+                torch.from_numpy(w).permute(3, 2, 0, 1),
+                padding=1,
+            )
+        ).permute(0, 2, 3, 1)
+    rule = winograd.rule_decisions_for(mod["main"], unit.lanes, unit.registers, 2)
+    options = winograd.choices(mod["main"], unit.lanes)
+    assert options.block_rows == [1, size // m] and options.k_splits == [1, 2]
+    for block_rows in options.block_rows:
+        for k_split in options.k_splits:
+            sch = Schedule(mod)
+            decisions = dataclasses.replace(rule, block_rows=block_rows, k_split=k_split)
+            winograd.schedule_winograd(sch, unit.lanes, decisions)
+            lib = tvm().compile(sch.mod, target=target)
+            out = tvm().runtime.empty(expected.shape, "float32")
+            lib["main"](
+                tvm().runtime.tensor(x),
+                tvm().runtime.tensor(winograd.transformed_weight(w, m)),
+                out,
+            )
+            np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("size", "channels", "m", "cores", "jobs"),
+    [
+        (56, 64, 4, 2, (1, 1)),  # the weight fits a core's cache: each job a row of tiles
+        (28, 128, 4, 2, (7, 2)),  # it does not: each core half of the channels, every row
+        (14, 256, 2, 2, (7, 2)),
+        (7, 512, 2, 2, (4, 2)),
+        (7, 512, 2, 16, (1, 2)),  # more cores than halves: rows of tiles by halves
+    ],
+)
+def test_each_core_reads_its_part_of_a_large_transformed_weight(size, channels, m, cores, jobs):
+    # a batch-1 layer reads its whole transformed weight at every call: where it is larger than
+    # a core's cache, the jobs split the output channels, so no core reads all of it
+    mod = _te_winograd_kernel(size, channels, m)
+    decisions = winograd.rule_decisions_for(mod["main"], 16, 32, cores)  # AVX-512
+    assert (decisions.block_rows, decisions.k_split) == jobs
+    assert -(-size // m) % decisions.rows == 0 and decisions.rows <= winograd.rule_rows(32)

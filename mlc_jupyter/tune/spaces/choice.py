@@ -34,7 +34,7 @@ MATMUL_SPACE_KEY = "matmul-blis-2"
 #: The work-dir key of the direct-convolution space.
 CONV_SPACE_KEY = "conv-direct-1"
 #: The work-dir key of the convolution space's Winograd kernels.
-WINOGRAD_SPACE_KEY = "conv-winograd-1"
+WINOGRAD_SPACE_KEY = "conv-winograd-2"
 #: The work-dir key of MetaSchedule's tensor-core space.
 TENSOR_CORE_SPACE_KEY = "cuda-tensorcore-1"
 #: MetaSchedule's name of its CUDA tensor-core rules, postprocessors and mutators.

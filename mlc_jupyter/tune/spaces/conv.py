@@ -18,8 +18,9 @@ way :mod:`.matmul` does for matmul:
 
 A Winograd kernel (a 3x3 stride-1 convolution the default build computes with Winograd,
 :mod:`mlc_jupyter.compilation.winograd`) gets that kernel's structure with its matrix products'
-register tile sampled (rows of tiles among the divisors of the padded tile count, channel
-vectors, the unrolled run of the reduction), under the same register check.
+register tile sampled (tiles among the divisors of a row of tiles, channel vectors, the unrolled
+run of the reduction) and its parallel jobs (one row of tiles or all of them, all the output
+channels or half), under the same register check.
 
 The default build's schedule is one point of this space (its trace replays here), so a model's
 tuning starts from it. This module imports TVM at import time; import it lazily.

@@ -146,7 +146,9 @@ def test_every_winograd_draw_computes_the_convolution(winograd_kernel, target):
     default = Schedule(winograd_kernel)
     unit = vector_unit(target)
     schedule_winograd(
-        default, unit.lanes, rule_decisions_for(winograd_kernel["main"], unit.lanes, unit.registers)
+        default,
+        unit.lanes,
+        rule_decisions_for(winograd_kernel["main"], unit.lanes, unit.registers, 2),
     )
     expected = _run(default.mod, target, inputs, shapes[-1])
     fits = partial(fits_registers, registers=unit.registers)
