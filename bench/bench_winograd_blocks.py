@@ -53,7 +53,8 @@ def main() -> None:
     for size, channels, m in LAYERS:
         data = te.placeholder((1, size, size, channels), name="data")
         weight = te.placeholder((m + 2, m + 2, channels, channels), name="weight")
-        out = winograd.winograd_compute(data, weight, (1, 1, 1, 1), winograd.Plan(m))
+        row_tile = winograd.rule_row_tile(-(-size // m), unit.registers)  # as a build pads
+        out = winograd.winograd_compute(data, weight, (1, 1, 1, 1), winograd.Plan(m, row_tile))
         relu = _tvm.topi.nn.relu(out)
         func = te.create_prim_func([data, weight, relu]).with_attr("layout_free_buffers", [1])
         task = ir_module_type()({"main": func.with_attr("global_symbol", "main")})

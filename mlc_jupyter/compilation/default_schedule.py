@@ -224,7 +224,7 @@ def _cpu_legalizations(
             return input_layout.legalize(bb, call)
         if pointwise.is_pointwise(call, unit.lanes):
             return pointwise.legalize(call, bb)
-        plan = winograd.plan_for(call, unit.lanes, winograd_tiles)
+        plan = winograd.plan_for(call, unit.lanes, unit.registers, winograd_tiles)
         return conv2d(bb, call) if plan is None else winograd.legalize(call, bb, plan)
 
     return {
@@ -243,7 +243,7 @@ def _input_transposes_folder(
     unit = conv_schedule.vector_unit(target)
 
     def winograd_planned(call: Any) -> bool:
-        return winograd.plan_for(call, unit.lanes, winograd_tiles) is not None
+        return winograd.plan_for(call, unit.lanes, unit.registers, winograd_tiles) is not None
 
     return lambda mod: input_layout.fold_input_transposes(mod, keep=winograd_planned)
 

@@ -13,7 +13,8 @@ filtering F(m x m, 3 x 3) (Lavin & Gray, 2015) computes an ``m x m`` tile of out
 3. ``a^2`` independent matrix products ``M[xi, nu] = V[xi, nu] @ U[xi, nu]`` (tiles x C times
    C x K): almost all of the arithmetic, scheduled as the matmul micro-kernel is (a tile of ``mr``
    rows x ``nv`` vectors of output channels in registers, the transformed weight packed in panels
-   by ``RewriteLayout``);
+   by ``RewriteLayout``); each row of tiles is padded to a whole number of register tiles (a
+   prime count, 13, would leave a one-tile one), the padded tiles computed and left out;
 4. each output tile transformed back, ``Y = A^T M A``, and written with the convolution's
    epilogue (bias, ReLU, a residual add) fused in.
 
@@ -55,17 +56,19 @@ from .matmul_schedule import rule_k_unroll
 from .tir_walk import blocks
 
 #: Block names of the Winograd kernel (the schedule finds its steps by them).
-PAD, INPUT_ROWS, INPUT, PRODUCT, OUTPUT_ROWS, OUTPUT, RESULT = (
+PAD, INPUT_ROWS, INPUT, PRODUCT, OUTPUT_ROWS, OUTPUT, RESULT, CROP = (
     "winograd_pad", "winograd_input_rows", "winograd_input", "winograd_product", "winograd_output_rows",
-    "winograd_output", "winograd_result",
+    "winograd_output", "winograd_result", "winograd_crop",
 )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Plan:
-    """How a convolution is computed with Winograd: its output tile ``m`` x ``m``."""
+    """How a convolution is computed with Winograd: its output tile ``m`` x ``m``, and the tiles
+    of a row padded to a multiple of ``row_tile`` (so a register tile of that many fits whole)."""
 
     m: int
+    row_tile: int = 1
 
 
 def transformed_weight(weight_hwio: np.ndarray, m: int) -> np.ndarray:
@@ -115,8 +118,9 @@ def winograd_compute(data: Any, weight: Any, padding: tuple[int, int, int, int],
     k_out = int(weight.shape[-1])
     top, left, bottom, right = padding
     out_h, out_w = h + top + bottom - 2, w + left + right - 2
-    tiles_h, tiles_w = math.ceil(out_h / m), math.ceil(out_w / m)
-    rows = n_ * tiles_h * tiles_w  # the tiles: rows of the matrix products
+    tiles_h = math.ceil(out_h / m)
+    tiles_w = math.ceil(math.ceil(out_w / m) / plan.row_tile) * plan.row_tile
+    rows = n_ * tiles_h * tiles_w  # the tiles (padded ones never written): the products' rows
     dtype = str(data.dtype)
     zero = tir().const(0.0, dtype)
 
@@ -173,13 +177,21 @@ def winograd_compute(data: Any, weight: Any, padding: tuple[int, int, int, int],
         ),
         name=OUTPUT,
     )
-    return te.compute(
-        (n_, out_h, out_w, k_out),
+    width = tiles_w * m
+    if math.ceil(out_w / m) == tiles_w:  # no padded tile: the result is the output
+        width = out_w
+    result = te.compute(
+        (n_, out_h, width, k_out),
         lambda b, y, x, k: y_tiles[
             y % m, x % m, b * tiles_h * tiles_w + y // m * tiles_w + x // m, k
         ],
         name=RESULT,
     )
+    if width == out_w:
+        return result
+    # the padded tiles' outputs left out (computed whole, so each job's products are whole
+    # register tiles)
+    return te.compute((n_, out_h, out_w, k_out), lambda b, y, x, k: result[b, y, x, k], name=CROP)
 
 
 @dataclass(frozen=True)
@@ -205,6 +217,14 @@ class Choices:
     k_splits: list[int]
 
 
+def _has_block(sch: Any, name: str) -> bool:
+    try:
+        _block_named(sch, name)
+    except LookupError:
+        return False
+    return True
+
+
 def _block_named(sch: Any, name: str) -> Any:
     """The root's child block called ``name`` (or ``name_1`` ...: fusing renames clashes)."""
     for block in sch.get_child_blocks(get_block(sch, "root")):
@@ -224,10 +244,12 @@ WEIGHT_PER_JOB_BYTES = 2**20
 
 
 def tile_grid(func: Any) -> tuple[int, int]:
-    """The rows and columns of output tiles of a Winograd kernel (batch rows included)."""
+    """The rows (batch rows included) and columns (padded ones included) of output tiles of a
+    Winograd kernel."""
     m = tile_of(func)
-    batch, height, width, _ = (int(d) for d in param_buffers(func)[-1].shape)
-    return batch * math.ceil(height / m), math.ceil(width / m)
+    batch, height, _, _ = (int(d) for d in param_buffers(func)[-1].shape)
+    tile_rows = batch * math.ceil(height / m)
+    return tile_rows, product_extents(func)[0] // tile_rows
 
 
 def choices(func: Any, lanes: int) -> Choices:
@@ -259,9 +281,9 @@ def _sample(sch: Any, options: list[int], chosen: int | None) -> Any:
     )
 
 
-def _inline_epilogue(sch: Any) -> Any:
-    """Inline the result and every epilogue block but the last into the last; return it."""
-    result = _block_named(sch, RESULT)
+def _inline_epilogue(sch: Any, name: str) -> Any:
+    """Inline block ``name`` and every epilogue block but the last into the last; return it."""
+    result = _block_named(sch, name)
     consumers = list(sch.get_consumers(result))
     if not consumers:
         return result
@@ -304,9 +326,12 @@ def schedule_winograd(sch: Any, lanes: int, decisions: Decisions | None = None) 
     k_split = _sample(sch, options.k_splits, decisions.k_split if decisions else None)
     # 0. the padding: read as zeros by the input transform, not copied first
     sch.compute_inline(_block_named(sch, PAD))
-    # the jobs: blocks of rows of output tiles (by part of the channels), in parallel
-    last = _inline_epilogue(sch)
-    b, y, x, k = sch.get_loops(last)
+    # the jobs: blocks of rows of output tiles (by part of the channels), in parallel; where
+    # the rows have padded tiles, the result (all of them) is the anchor and the output after
+    padded = _has_block(sch, CROP)
+    last = _inline_epilogue(sch, CROP if padded else RESULT)
+    anchor = _block_named(sch, RESULT) if padded else last
+    b, y, x, k = sch.get_loops(anchor)
     y_block, y = sch.split(y, [None, block_height])
     k_part, k = sch.split(k, [k_split, None])
     sch.reorder(b, y_block, k_part, y, x, k)
@@ -359,6 +384,10 @@ def schedule_winograd(sch: Any, lanes: int, decisions: Decisions | None = None) 
     sch.unroll(nu)
     sch.vectorize(cl)
     _in_registers(sch, INPUT_ROWS, input_tile)
+    if padded:
+        sch.reverse_compute_at(last, job, preserve_unit_loops=True)
+        _, lane = sch.split(sch.get_loops(last)[-1], [None, lanes])
+        sch.vectorize(lane)
 
 
 #: Output sizes from which a layer gets F(4x4, 3x3) / F(2x2, 3x3) (the rest: direct). F(2x2)
@@ -417,7 +446,9 @@ def _tiles_in_reach(call: Any, lanes: int, reach: Mapping[int, int]) -> list[int
     ]
 
 
-def plan_for(call: Any, lanes: int, tiles: Mapping[str, int] | None = None) -> Plan | None:
+def plan_for(
+    call: Any, lanes: int, registers: int, tiles: Mapping[str, int] | None = None
+) -> Plan | None:
     """The Winograd plan of a Relax ``conv2d`` call, or ``None`` where the direct convolution
     is the default: the largest tile :data:`TILE_FROM` reaches (:func:`_tiles_in_reach`).
     ``tiles`` maps a layer (:func:`layer_key`) to the way a tuning chose for it (a tile, or
@@ -425,9 +456,14 @@ def plan_for(call: Any, lanes: int, tiles: Mapping[str, int] | None = None) -> P
     if tiles:
         chosen = tiles.get(layer_key(call))
         if chosen is not None and chosen in tile_options(call, lanes):
-            return Plan(chosen) if chosen != DIRECT else None
+            return _plan(call, chosen, registers) if chosen != DIRECT else None
     reached = _tiles_in_reach(call, lanes, TILE_FROM)
-    return Plan(reached[0]) if reached else None
+    return _plan(call, reached[0], registers) if reached else None
+
+
+def _plan(call: Any, m: int, registers: int) -> Plan:
+    width = int(call.ty.shape[2])
+    return Plan(m, rule_row_tile(math.ceil(width / m), registers))
 
 
 def tile_options(call: Any, lanes: int) -> list[int]:
@@ -439,6 +475,17 @@ def tile_options(call: Any, lanes: int) -> list[int]:
 def rule_rows(registers: int) -> int:
     """Rows (tiles) of the matrix products' register tile by the default rule, at most."""
     return 4 if registers <= 16 else 8
+
+
+def rule_row_tile(tile_cols: int, registers: int) -> int:
+    """The register tile a row of ``tile_cols`` tiles is padded for: the one of at most
+    :func:`rule_rows` tiles that wastes least, a row tile of ``r`` counted ``(r + 1) / r`` per
+    tile (it loads a weight vector for every ``r`` rows of FMAs), so 13 tiles take 7 (14 padded),
+    not 1 (a one-row tile) nor 8 (16 padded)."""
+    return min(
+        range(1, rule_rows(registers) + 1),
+        key=lambda r: (math.ceil(tile_cols / r) * (r + 1), -r),
+    )
 
 
 def rule_decisions(rows: int, vectors: list[int], registers: int, reduction: int) -> Decisions:

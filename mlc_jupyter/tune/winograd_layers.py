@@ -96,7 +96,7 @@ def as_saved(choices: list[LayerChoice]) -> dict[str, Any]:
 
 def _time_layer(key: str, call: Any, target: Any) -> LayerChoice:
     unit = vector_unit(target)
-    plan = winograd.plan_for(call, unit.lanes)
+    plan = winograd.plan_for(call, unit.lanes, unit.registers)
     build = plan.m if plan is not None else winograd.DIRECT
     alone = one_call_module(call)
     ways = winograd.tile_options(call, unit.lanes)

@@ -154,25 +154,27 @@ def test_a_race_rates_each_way_of_computing_the_layers_on_the_same_work(
         assert flops == pytest.approx(direct, rel=0.01)
 
 
-def _te_winograd_kernel(size, channels, m):
+def _te_winograd_kernel(size, channels, m, row_tile=1):
     """A 3x3 stride-1 NHWC convolution (padding 1) by Winograd with a ReLU, as TensorIR."""
     _tvm = tvm()
     te = _tvm.te
     data = te.placeholder((1, size, size, channels), name="data")
     weight = te.placeholder((m + 2, m + 2, channels, channels), name="weight")
-    out = winograd.winograd_compute(data, weight, (1, 1, 1, 1), winograd.Plan(m))
+    out = winograd.winograd_compute(data, weight, (1, 1, 1, 1), winograd.Plan(m, row_tile))
     func = te.create_prim_func([data, weight, _tvm.topi.nn.relu(out)])
     return ir_module_type()({"main": func.with_attr("global_symbol", "main")})
 
 
-@pytest.mark.parametrize(("size", "m"), [(14, 2), (12, 4)])
-def test_each_way_of_splitting_the_work_between_the_cores_computes_the_convolution(size, m):
+@pytest.mark.parametrize(("size", "m", "row_tile"), [(14, 2, 1), (12, 4, 1), (26, 2, 7)])
+def test_each_way_of_splitting_the_work_between_the_cores_computes_the_convolution(
+    size, m, row_tile
+):
     # the tuning space samples the jobs: one row of output tiles or all of them, all the output
     # channels or half; every one of them is the same convolution
     channels = 32  # whole vectors that split in two on AVX-512 and AVX2 alike
     target = resolve_target("llvm")
     unit = vector_unit(target)
-    mod = _te_winograd_kernel(size, channels, m)
+    mod = _te_winograd_kernel(size, channels, m, row_tile)
     rng = np.random.default_rng(size)
     x = rng.uniform(-1, 1, (1, size, size, channels)).astype("float32")
     w = rng.uniform(-1, 1, (3, 3, channels, channels)).astype("float32")
@@ -186,7 +188,7 @@ def test_each_way_of_splitting_the_work_between_the_cores_computes_the_convoluti
         ).permute(0, 2, 3, 1)
     rule = winograd.rule_decisions_for(mod["main"], unit.lanes, unit.registers, 2)
     options = winograd.choices(mod["main"], unit.lanes)
-    assert options.block_rows == [1, size // m] and options.k_splits == [1, 2]
+    assert options.block_rows == [1, -(-size // m)] and options.k_splits == [1, 2]
     for block_rows in options.block_rows:
         for k_split in options.k_splits:
             sch = Schedule(mod)
@@ -219,3 +221,47 @@ def test_each_core_reads_its_part_of_a_large_transformed_weight(size, channels, 
     decisions = winograd.rule_decisions_for(mod["main"], 16, 32, cores)  # AVX-512
     assert (decisions.block_rows, decisions.k_split) == jobs
     assert -(-size // m) % decisions.rows == 0 and decisions.rows <= winograd.rule_rows(32)
+
+
+@pytest.mark.parametrize(
+    ("tile_cols", "registers", "row_tile"),
+    [(13, 32, 7), (14, 32, 7), (56, 32, 8), (4, 32, 4), (13, 16, 4), (14, 16, 4)],
+)
+def test_a_row_of_tiles_is_padded_for_a_whole_register_tile(tile_cols, registers, row_tile):
+    # a 26x26 layer's 13 tiles a row (13 is prime) get a 7-tile register tile over 14, not a
+    # one-tile one over 13: the products' micro-kernel needs rows to reuse each weight vector
+    assert winograd.rule_row_tile(tile_cols, registers) == row_tile
+    mod = _te_winograd_kernel(2 * tile_cols, 16, 2, row_tile)
+    assert winograd.tile_grid(mod["main"])[1] % row_tile == 0
+    assert winograd.rule_decisions_for(mod["main"], 16, registers, 2).rows == row_tile
+
+
+@pytest.mark.parametrize(("size", "m"), [(26, 2), (52, 4)])
+def test_a_layer_whose_row_of_tiles_is_prime_agrees_with_pytorch(size, m, unprepared):
+    # 13 tiles a row: the build pads each row (to 14 for a 7-tile register tile on AVX-512),
+    # computes the padded tiles and leaves their outputs out; the residual add still fuses
+    from torch import nn
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(32, 32, 3, 1, 1)
+
+        def forward(self, x):
+            return torch.relu(self.conv(x) + x)
+
+    torch_seed(7)
+    model = Block().eval()
+    x = torch.randn(1, 32, size, size, generator=torch.Generator().manual_seed(8))
+    with torch.no_grad():
+        expected = model(x).numpy()
+    row_tile = winograd.rule_row_tile(13, vector_unit(resolve_target("llvm")).registers)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(winograd, "TILE_FROM", {m: 1, 6 - m: 10**6})
+        built = build_module(import_model(model, x), persist=False)
+    (kernel,) = _winograd_kernels(built)
+    assert winograd.tile_of(built.mod[kernel]) == m
+    assert winograd.tile_grid(built.mod[kernel]) == (13, -(-13 // row_tile) * row_tile)
+    assert row_tile > 1 and 13 % row_tile
+    got = np.asarray(built(x.numpy()))
+    assert np.abs(got - expected).max() <= 1e-4 * np.abs(expected).max()
