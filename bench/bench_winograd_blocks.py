@@ -16,6 +16,8 @@ import argparse
 import statistics
 import time
 
+from bench_winograd_layers import time_in_turns  # this folder: run as a script
+
 #: ResNet-18's 3x3 stride-1 convolutions: (output size, channels, Winograd tile).
 LAYERS = ((56, 64, 4), (28, 128, 4), (14, 256, 2), (7, 512, 2))
 
@@ -77,16 +79,8 @@ def main() -> None:
                 ]
                 key = (size, channels, m, block_rows, k_split, decisions == rule)
                 kernels[key] = (lib["main"], tensors, lib)
-    samples: dict[tuple, list[float]] = {key: [] for key in kernels}
     start_load = os.getloadavg()[0]
-    for _ in range(args.rounds):
-        for key, (call, tensors, _lib) in kernels.items():
-            call(*tensors)
-            start, calls = time.perf_counter(), 0
-            while time.perf_counter() - start < args.seconds:
-                call(*tensors)
-                calls += 1
-            samples[key].append((time.perf_counter() - start) / calls)
+    samples = time_in_turns(kernels, args.rounds, args.seconds, time.perf_counter)
     print(
         f"ResNet-18's 3x3 layers by Winograd, {cores} cores, wall clock per call, {args.rounds} "
         f"rounds in turns; load {start_load:.2f} before, {os.getloadavg()[0]:.2f} after; "

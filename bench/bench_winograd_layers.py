@@ -16,10 +16,32 @@ import argparse
 import os
 import statistics
 import time
+from collections.abc import Callable
+from typing import Any
 
 #: ResNet-18's 3x3 stride-1 convolutions: (output size, channels).
 LAYERS = ((56, 64), (28, 128), (14, 256), (7, 512))
 WAYS = ("direct", 2, 4)
+
+
+def time_in_turns(
+    kernels: dict[Any, tuple[Any, list[Any], Any]],
+    rounds: int,
+    seconds: float,
+    clock: Callable[[], float],
+) -> dict[Any, list[float]]:
+    """Seconds per call of each kernel (``key: (function, arguments, library)``), one sample
+    per round, the kernels in turns: a sample calls one for ``seconds`` of ``clock``."""
+    samples: dict[Any, list[float]] = {key: [] for key in kernels}
+    for _ in range(rounds):
+        for key, (call, tensors, _lib) in kernels.items():
+            call(*tensors)
+            start, calls = clock(), 0
+            while clock() - start < seconds:
+                call(*tensors)
+                calls += 1
+            samples[key].append((clock() - start) / calls)
+    return samples
 
 
 def main() -> None:
@@ -73,16 +95,8 @@ def main() -> None:
                 for b in param_buffers(scheduled)
             ]
             kernels[(size, channels, way)] = (lib["main"], tensors, lib)
-    samples: dict[tuple, list[float]] = {key: [] for key in kernels}
     start_load = os.getloadavg()[0]
-    for _ in range(args.rounds):
-        for key, (call, tensors, _lib) in kernels.items():
-            call(*tensors)
-            start, calls = time.thread_time(), 0
-            while time.thread_time() - start < args.seconds:
-                call(*tensors)
-                calls += 1
-            samples[key].append((time.thread_time() - start) / calls)
+    samples = time_in_turns(kernels, args.rounds, args.seconds, time.thread_time)
     print(
         f"ResNet-18's 3x3 layers, 1 thread, CPU time per call, {args.rounds} rounds in turns; "
         f"load {start_load:.2f} before, {os.getloadavg()[0]:.2f} after; target {target}"
