@@ -16,7 +16,7 @@ import argparse
 import statistics
 import time
 
-from bench_winograd_layers import time_in_turns  # this folder: run as a script
+from bench_winograd_layers import packed_kernel, time_in_turns  # this folder: a script
 
 #: ResNet-18's 3x3 stride-1 convolutions: (output size, channels, Winograd tile).
 LAYERS = ((56, 64, 4), (28, 128, 4), (14, 256, 2), (7, 512, 2))
@@ -34,22 +34,14 @@ def main() -> None:
 
     import numpy as np
 
-    from mlc_jupyter.compilation import conv_schedule, resolve_target, tir_pipeline, winograd
-    from mlc_jupyter.tvm_compat import (
-        Schedule,
-        ir_module_type,
-        param_buffers,
-        remove_weight_layout_rewrite,
-        tvm,
-    )
-    from mlc_jupyter.tvm_compat import compile as tvm_compile
+    from mlc_jupyter.compilation import conv_schedule, resolve_target, winograd
+    from mlc_jupyter.tvm_compat import Schedule, ir_module_type, tvm
 
     _tvm = tvm()
     te = _tvm.te
     target = resolve_target(args.target)
     unit = conv_schedule.vector_unit(target)
     cores = os.cpu_count() or 1  # as the default build counts them
-    device = _tvm.cpu()
     rng = np.random.default_rng(0)
     kernels = {}
     for size, channels, m in LAYERS:
@@ -67,18 +59,8 @@ def main() -> None:
                 decisions = dataclasses.replace(rule, block_rows=block_rows, k_split=k_split)
                 sch = Schedule(task)
                 winograd.schedule_winograd(sch, unit.lanes, decisions)
-                mod = remove_weight_layout_rewrite(
-                    ir_module_type()({"main": sch.mod["main"].with_attr("global_symbol", "main")})
-                )
-                lib = tvm_compile(mod, target, tir_pipeline(target))
-                tensors = [
-                    _tvm.runtime.tensor(
-                        rng.random([int(s) for s in b.shape]).astype("float32"), device
-                    )
-                    for b in param_buffers(mod["main"])
-                ]
                 key = (size, channels, m, block_rows, k_split, decisions == rule)
-                kernels[key] = (lib["main"], tensors, lib)
+                kernels[key] = packed_kernel(sch.mod["main"], target, rng)
     start_load = os.getloadavg()[0]
     samples = time_in_turns(kernels, args.rounds, args.seconds, time.perf_counter)
     print(

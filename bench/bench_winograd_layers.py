@@ -44,6 +44,29 @@ def time_in_turns(
     return samples
 
 
+def packed_kernel(scheduled: Any, target: Any, rng: Any) -> tuple[Any, list[Any], Any]:
+    """A scheduled PrimFunc built with its weight taken as the build packs it, once (the
+    kernel's own packing left out), and random arguments: ``(function, arguments, library)``."""
+    from mlc_jupyter.compilation import tir_pipeline
+    from mlc_jupyter.tvm_compat import compile as tvm_compile
+    from mlc_jupyter.tvm_compat import (
+        ir_module_type,
+        param_buffers,
+        remove_weight_layout_rewrite,
+        tvm,
+    )
+
+    mod = remove_weight_layout_rewrite(
+        ir_module_type()({"main": scheduled.with_attr("global_symbol", "main")})
+    )
+    lib = tvm_compile(mod, target, tir_pipeline(target))
+    tensors = [
+        tvm().runtime.tensor(rng.random([int(s) for s in b.shape]).astype("float32"))
+        for b in param_buffers(mod["main"])
+    ]
+    return lib["main"], tensors, lib
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=11)
@@ -54,20 +77,13 @@ def main() -> None:
 
     import numpy as np
 
-    from mlc_jupyter.compilation import resolve_target, tir_pipeline, winograd
+    from mlc_jupyter.compilation import resolve_target, winograd
     from mlc_jupyter.compilation.default_schedule import cpu_schedule
-    from mlc_jupyter.tvm_compat import compile as tvm_compile
-    from mlc_jupyter.tvm_compat import (
-        ir_module_type,
-        param_buffers,
-        remove_weight_layout_rewrite,
-        tvm,
-    )
+    from mlc_jupyter.tvm_compat import tvm
 
     _tvm = tvm()
     te = _tvm.te
     target = resolve_target(args.target)
-    device = _tvm.cpu()
     rng = np.random.default_rng(0)
     kernels = {}
     for size, channels in LAYERS:
@@ -83,18 +99,7 @@ def main() -> None:
                 out = winograd.winograd_compute(data, weight, (1, 1, 1, 1), winograd.Plan(way))
             relu = _tvm.topi.nn.relu(out)
             func = te.create_prim_func([data, weight, relu]).with_attr("layout_free_buffers", [1])
-            scheduled = cpu_schedule(func, target)
-            # the weight as the build packs it, once: the kernel's own packing left out
-            mod = remove_weight_layout_rewrite(
-                ir_module_type()({"main": scheduled.with_attr("global_symbol", "main")})
-            )
-            scheduled = mod["main"]
-            lib = tvm_compile(mod, target, tir_pipeline(target))
-            tensors = [
-                _tvm.runtime.tensor(rng.random([int(s) for s in b.shape]).astype("float32"), device)
-                for b in param_buffers(scheduled)
-            ]
-            kernels[(size, channels, way)] = (lib["main"], tensors, lib)
+            kernels[(size, channels, way)] = packed_kernel(cpu_schedule(func, target), target, rng)
     start_load = os.getloadavg()[0]
     samples = time_in_turns(kernels, args.rounds, args.seconds, time.thread_time)
     print(
