@@ -7,9 +7,8 @@ filtering F(m x m, 3 x 3) (Lavin & Gray, 2015) computes an ``m x m`` tile of out
 
 1. the weight, transformed once at build time in NumPy: ``U = G g G^T`` per input and output
    channel, as ``[a, a, C, K]`` (:func:`transformed_weight`);
-2. each input tile transformed, ``V = B^T d B`` (separable: rows, then columns), laid out
-   ``[a, a, tiles, C]``, reading zeros where the tile passes the image's edge (the padding, out
-   to whole tiles, is never copied);
+2. the input padded once (out to whole tiles, padded ones included), then each input tile
+   transformed, ``V = B^T d B`` (separable: rows, then columns), laid out ``[a, a, tiles, C]``;
 3. ``a^2`` independent matrix products ``M[xi, nu] = V[xi, nu] @ U[xi, nu]`` (tiles x C times
    C x K): almost all of the arithmetic, scheduled as the matmul micro-kernel is (a tile of ``mr``
    rows x ``nv`` vectors of output channels in registers, the transformed weight packed in panels
@@ -324,8 +323,14 @@ def schedule_winograd(sch: Any, lanes: int, decisions: Decisions | None = None) 
         decisions.block_rows * m if decisions else None,
     )
     k_split = _sample(sch, options.k_splits, decisions.k_split if decisions else None)
-    # 0. the padding: read as zeros by the input transform, not copied first
-    sch.compute_inline(_block_named(sch, PAD))
+    # 0. the padded input: once, in parallel, vectorised (read as zeros inside the unrolled
+    # transforms instead, the guards made the whole model's build far slower to compile:
+    # bench/results/bench_winograd_blocks_2026-11-29_zen5.txt)
+    pad = _block_named(sch, PAD)
+    *outer_pad, c_pad = sch.get_loops(pad)
+    sch.parallel(sch.fuse(*outer_pad))
+    _, lane = sch.split(c_pad, [None, lanes])
+    sch.vectorize(lane)
     # the jobs: blocks of rows of output tiles (by part of the channels), in parallel; where
     # the rows have padded tiles, the result (all of them) is the anchor and the output after
     padded = _has_block(sch, CROP)
