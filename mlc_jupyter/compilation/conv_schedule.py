@@ -235,11 +235,17 @@ def rule_decisions(sch: Any, window: Window, registers: int) -> Decisions:
     (``bench/bench_conv_tiles.py``); where the tile does not divide the pixels (49), the last
     tile's missing pixels are predicated off, and the rule counts them as lost accumulators. A
     depthwise convolution or a pooling keeps its rows: neighbouring pixels of a row share the
-    input columns they overlap on (:func:`_kernel_column`)."""
+    input columns they overlap on (:func:`_kernel_column`).
+
+    A convolution that reduces over input channels unrolls that reduction by up to
+    :data:`MAX_UNROLL`: the loads of more of the weight's rows are in flight at once, and a
+    weight that comes from memory, as a large one does once per model call, streams faster; the
+    tile's time with its weight in the cache stays (``bench/bench_conv_unroll.py``)."""
     rows, vectors = depthwise_rule_tile(sch, window, registers)
     extents = [int(sch.get(loop).extent) for loop in window.reduction]
     if len(extents) != 3 or extents[-1] == 1:  # pooling, a mean, a depthwise convolution
         return Decisions(rows, vectors)
+    unroll = max(_divisors(extents[-1], MAX_UNROLL))
     pixels = _pixels(sch, window)
     widths = [v for v in tile_choices(window)[1] if v > 1]  # a broadcast feeding two FMAs or more
     fits = [
@@ -249,7 +255,7 @@ def rule_decisions(sch: Any, window: Window, registers: int) -> Decisions:
         if fits_registers(m, v, registers)
     ]
     if registers > 16 or not fits:  # measured on AVX2 only; a row tiles well with 32
-        return Decisions(rows, vectors)
+        return Decisions(rows, vectors, unroll)
 
     def used(mv: tuple[int, int]) -> tuple[float, int]:
         m, v = mv
@@ -257,8 +263,8 @@ def rule_decisions(sch: Any, window: Window, registers: int) -> Decisions:
 
     m, v = max(fits, key=used)
     if used((m, v))[0] > rows * vectors:
-        return Decisions(m, v, across_rows=True)
-    return Decisions(rows, vectors)
+        return Decisions(m, v, unroll, across_rows=True)
+    return Decisions(rows, vectors, unroll)
 
 
 def _pixels(sch: Any, window: Window) -> int:

@@ -222,15 +222,16 @@ def test_a_depthwise_tile_keeps_half_of_avx512_s_registers_for_the_input_columns
 
 def test_small_convolutions_tile_pixels_across_rows_on_avx2_and_a_depthwise_one_keeps_rows():
     # 14 pixels a row allow 7 x 1 vector at best with 16 registers; the image's 196 pixels as one
-    # axis allow 4 x 2 (8 accumulators, each broadcast feeding two FMAs)
+    # axis allow 4 x 2 (8 accumulators, each broadcast feeding two FMAs); the 64 input channels
+    # are reduced 4 at a time
     sch, dense = _conv_window(groups=1, kernel=1)
-    assert rule_decisions(sch, dense, 16) == Decisions(4, 2, across_rows=True)
+    assert rule_decisions(sch, dense, 16) == Decisions(4, 2, 4, across_rows=True)
     assert not rule_decisions(sch, dense, 32).across_rows  # 32 registers: a row tiles well
     sch, depthwise = _conv_window(groups=64)
     assert rule_decisions(sch, depthwise, 16) == Decisions(7, 2)  # rows share their loads
     # 7 x 7: 4 x 2 across rows although 4 does not divide 49 (the last tile's pixel predicated)
     sch, small = _conv_window(groups=1, kernel=1, size=7)
-    assert rule_decisions(sch, small, 16) == Decisions(4, 2, across_rows=True)
+    assert rule_decisions(sch, small, 16) == Decisions(4, 2, 4, across_rows=True)
 
 
 @pytest.mark.parametrize(
@@ -255,6 +256,23 @@ def test_a_convolution_tiled_across_rows_on_avx2_agrees_with_pytorch(
     (name,) = [n for n in prim_funcs(built.mod) if "conv2d" in n]
     text = prim_funcs(built.mod)[name].script()
     assert f"T.int64({(size // stride) ** 2})" in text, text  # the pixels as one axis
+    with torch.no_grad():
+        expected = model(x).numpy()
+    np.testing.assert_allclose(np.asarray(built(x.numpy())), expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(("channels", "unroll"), [(64, 4), (3, 3)])
+def test_a_convolution_unrolls_its_reduction_over_input_channels(channels, unroll):
+    from torch import nn
+
+    # a weight from memory streams faster with more of its rows' loads in flight
+    # (bench/bench_conv_unroll.py); 7x7 output: the direct convolution
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(channels, 128, 3, padding=1), nn.ReLU()).eval()
+    x = torch.randn(1, channels, 7, 7, generator=torch.Generator().manual_seed(2))
+    built = build_module(import_model(model, x), persist=False)
+    (kernel,) = prim_funcs(built.mod, "conv2d").values()
+    assert re.search(rf"for rc_1 in T.unroll\(T.int64\({unroll}\)\)", kernel.script())
     with torch.no_grad():
         expected = model(x).numpy()
     np.testing.assert_allclose(np.asarray(built(x.numpy())), expected, rtol=1e-4, atol=1e-4)
