@@ -37,7 +37,7 @@ def main() -> None:
     from mlc_jupyter.compilation.default_schedule import forget_prepared
     from mlc_jupyter.measure.timer import model_inputs
     from mlc_jupyter.models import import_model
-    from mlc_jupyter.tvm_compat import kernel_timer
+    from mlc_jupyter.tvm_compat import kernel_library, kernel_timer
 
     torch.manual_seed(0)
     imported = import_model(resnet18(), torch.randn(1, 3, 224, 224))
@@ -56,8 +56,7 @@ def main() -> None:
         finally:
             conv_schedule.rule_decisions = rule
     device = device_for(builds["rule"].target)
-    # each kernel call of one model run and its arguments (the VM's instrument), and the
-    # library that implements it (a build compiled in parts has one per part)
+    # each kernel call of one model run, its arguments (the VM's instrument) and library
     calls = {}
     for way, built in builds.items():
         sig = prepare(built, None)
@@ -72,11 +71,10 @@ def main() -> None:
         vm[sig.name](*tensors)
         vm.set_instrument(record)
         vm[sig.name](*tensors)
-        parts = list(built.executable.mod.imports)
         calls[way] = {
-            name: (next(p for p in parts if p.implements_function(name)), call_args)
+            name: (kernel_library(built.executable, name), call_args)
             for name, call_args in recorded.items()
-            if any(p.implements_function(name) for p in parts)
+            if kernel_library(built.executable, name) is not None
         }
     # the direct convolutions: the kernels whose code the unroll changed
     kernels = sorted(

@@ -218,7 +218,6 @@ def profile_kernels(
     sig = prepare(built, None)
     inputs = model_inputs(built, sig, args, seed)
     tensors, _ = to_device(built, sig, tuple(inputs))
-    library = kernel_library(built.executable)
     vm = relax_vm(built)
     main = vm[sig.name]
     start = time.perf_counter()
@@ -228,7 +227,7 @@ def profile_kernels(
 
     def record(func: Any, symbol: str, before: bool, ret: Any, *call_args: Any) -> int:
         symbol = str(symbol)
-        if before and library.implements_function(symbol):
+        if before and kernel_library(built.executable, symbol) is not None:
             recorded.append((symbol, call_args))
         return 0
 
@@ -244,7 +243,7 @@ def profile_kernels(
     for symbol, call_args in recorded:
         # the cache flush reads every argument but the first as a tensor (not a scalar)
         cold = is_cpu(built.target) and all(isinstance(a, tensor_type()) for a in call_args)
-        timer = kernel_timer(library, symbol, device, runs, cold=cold)
+        timer = kernel_timer(kernel_library(built.executable, symbol), symbol, device, runs, cold)
         kernel = symbol.removesuffix(PACKED_SUFFIX)
         seconds[kernel] = seconds.get(kernel, 0.0) + float(timer(*call_args).median)
         calls[kernel] = calls.get(kernel, 0) + 1

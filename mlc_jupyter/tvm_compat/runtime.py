@@ -34,11 +34,15 @@ def config_thread_pool(cores: int) -> None:
     tvm().get_global_func("runtime.config_threadpool")(0, cores)
 
 
-def kernel_library(executable: Any) -> Any:
-    """The compiled kernels of a Relax build (``executable.mod.imports[0]``; ``imported_modules``
-    before 0.27): the module that implements each kernel the VM calls, by its symbol."""
+def kernel_library(executable: Any, symbol: str) -> Any:
+    """The compiled module of a Relax build that implements kernel ``symbol`` (``None`` for a
+    name the VM runs itself): one of ``executable.mod.imports`` (``imported_modules`` before
+    0.27), one per part where the build was compiled in parts and not loaded from disk."""
     vm_module = getattr(executable, "mod", executable)
-    return vm_module.imports[0] if vm_module.imports else vm_module
+    for library in vm_module.imports or [vm_module]:
+        if library.implements_function(symbol):
+            return library
+    return None
 
 
 def kernel_timer(library: Any, symbol: str, device: Any, repeat: int, cold: bool) -> Any:

@@ -79,6 +79,20 @@ def test_each_kernel_call_of_the_model_is_one_row_call_counted_once(separable_bl
     assert profile.beyond_kernels_s == pytest.approx(max(0.0, profile.total_s - profile.kernel_s))
 
 
+def test_a_build_compiled_in_parts_gets_a_row_for_the_kernels_of_every_part(separable_block):
+    from mlc_jupyter.compilation.cached_build import fresh_build
+
+    # compiled again in this process, one part per core, and not loaded back from disk: the
+    # kernels are in one library per part (the rows of all but the first went missing, their
+    # time counted as the VM's)
+    in_parts = fresh_build(separable_block)
+    profile = profile_kernels(in_parts, runs=2)
+    called = {
+        name.removesuffix("_prepacked"): n for name, n in kernel_calls(in_parts.mod).items() if n
+    }
+    assert {k.name: k.calls for k in profile.kernels} == called
+
+
 class _GilHolder:
     """Another Python thread of the process that holds the GIL in turns without using the CPU
     (as a C extension does while it waits): libc's ``usleep`` called through ``PyDLL``."""
