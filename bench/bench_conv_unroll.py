@@ -65,16 +65,18 @@ def main() -> None:
         recorded = {}
 
         def record(func, symbol, before, ret, *call_args, recorded=recorded):
-            recorded.setdefault(str(symbol), call_args) if before else None
+            if before:
+                recorded.setdefault(str(symbol), call_args)
             return 0
 
         vm[sig.name](*tensors)
         vm.set_instrument(record)
         vm[sig.name](*tensors)
+        libraries = {name: kernel_library(built.executable, name) for name in recorded}
         calls[way] = {
-            name: (kernel_library(built.executable, name), call_args)
+            name: (libraries[name], call_args)
             for name, call_args in recorded.items()
-            if kernel_library(built.executable, name) is not None
+            if libraries[name] is not None  # a kernel, not a VM builtin
         }
     # the direct convolutions: the kernels whose code the unroll changed
     kernels = sorted(
