@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..tvm_compat import (
+    PREFETCH_ANNOTATION,
     Schedule,
     buffer_load,
     get_block,
@@ -301,6 +302,7 @@ def schedule_matmul(sch: Any, variant: str, unit: VectorUnit) -> None:
     if cols % lanes or rows < MIN_ROWS:
         raise NotMatmul("columns not a multiple of the vector lanes, or fewer than 4 rows")
     mr_choices, nv_choices = _micro_choices(rows, cols // lanes, unit)
+    b = region_buffer(sch.get(block).reads[roles.b_index])
     by_row = len(roles.row_axes) > 1
     if by_row:
         roles = _rows_as_one_axis(sch, roles)
@@ -335,6 +337,9 @@ def schedule_matmul(sch: Any, variant: str, unit: VectorUnit) -> None:
     sch.unroll(jv)
     sch.vectorize(jl)
     init = sch.decompose_reduction(block, k0)
+    if variant == "no-pack":  # B from memory, panel after panel: the next one read ahead
+        reads = [region_buffer(r) for r in sch.get(block).reads]
+        sch.annotate(k0, PREFETCH_ANNOTATION, next(n for n, r in enumerate(reads) if r.same_as(b)))
     init_loops = sch.get_loops(init)
     sch.vectorize(init_loops[-1])
     write_loops = sch.get_loops(write)

@@ -10,19 +10,17 @@ per TVM subsystem, as TVM keeps one ``_ffi_api.py`` per subpackage.
 - :mod:`.tensorir`: TensorIR attributes, node classes, fields and buffer accesses, the
   analyzer, FLOP estimate;
 - :mod:`.out_of_bounds`: TVM's static out-of-bounds checker, the guards' ops, proof strength;
-- :mod:`.schedule`: schedules, traces, block and loop handles, dlight;
+- :mod:`.schedule`: schedules, traces, block and loop handles, dlight; :mod:`.tuning`: MetaSchedule;
 - :mod:`.build`: ``tvm.compile``, LLVM's view of the CPU, CUDA, linking;
-- :mod:`.lowering`: TIR lowering pipelines, register tiles kept in registers, run-time bound
-  checks;
+- :mod:`.lowering`: TIR lowering pipelines, register tiles kept in registers, bound checks;
+- :mod:`.prefetch`: the lowering pass that prefetches a CPU kernel's next weight panel;
 - :mod:`.runtime`: tensors, thread pools, loading libraries, RPC sessions;
-- :mod:`.tuning`: MetaSchedule;
 - :mod:`.relax`: Relax passes, pipelines, expressions, the PyTorch frontends.
 
 This file re-exports every public name of those files, as TVM re-exports from its package root,
-so callers write ``tvm_compat.Schedule(...)`` or ``from ..tvm_compat import Schedule`` and need
-not know which file holds it. TVM is imported lazily: importing this package costs nothing
-(``%load_ext mlc_jupyter`` imports no TVM). ``tests/tvm_compat/`` holds one contract test per file:
-a TVM upgrade that changes what we rely on fails there first.
+so callers write ``from ..tvm_compat import Schedule`` and need not know which file holds it.
+TVM is imported lazily (``%load_ext mlc_jupyter`` imports no TVM). ``tests/tvm_compat/`` holds
+one contract test per file: a TVM upgrade that changes what we rely on fails there first.
 """
 
 from __future__ import annotations
@@ -119,6 +117,7 @@ from .schedule import (
     GET_BLOCK_INSTRUCTION,
     GET_BLOCK_METHOD,
     IMPORT_PRAGMAS,
+    PREFETCH_ANNOTATION,
     SCHEDULE_ERROR_OBJECT_REF,
     TRACE_ANNOTATIONS,
     Schedule,
@@ -188,6 +187,7 @@ __all__ = [
     "LOADER_RUNTIME",
     "METASCHEDULE_LOGGER",
     "NOALIAS_ATTR",
+    "PREFETCH_ANNOTATION",
     "PTX_MMA",
     "SCHEDULE_ERROR_OBJECT_REF",
     "TIR_SCRIPT_NAMESPACE",

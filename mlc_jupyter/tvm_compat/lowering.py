@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .namespaces import s_tir, structural_map, tir, tvm
+from .prefetch import prefetch_next_panels
 from .tensorir import element_bytes
 
 #: The name of TVM's default TensorIR lowering (``"default"`` before 0.27).
@@ -17,9 +18,14 @@ _DEFAULT_TIR_PIPELINE = "s_tir"
 DISABLE_VECTORIZE_OPTION = "tirx.disable_vectorize"
 
 
-def register_tir_pipeline(name: str, extra_passes: Callable[[], list[Any]]) -> None:
-    """Register the TIR pipeline ``name``: TVM's default lowering, then the passes
-    ``extra_passes()`` returns (called each time a build asks for the pipeline)."""
+def register_tir_pipeline(
+    name: str,
+    extra_passes: Callable[[], list[Any]],
+    first_passes: Callable[[], list[Any]] = list,
+) -> None:
+    """Register the TIR pipeline ``name``: the passes ``first_passes()`` returns (on the scheduled
+    TensorIR), TVM's default lowering, then the passes ``extra_passes()`` returns (both called each
+    time a build asks for the pipeline)."""
     _tvm = tvm()
     from tvm.tirx import compilation_pipeline
 
@@ -27,7 +33,8 @@ def register_tir_pipeline(name: str, extra_passes: Callable[[], list[Any]]) -> N
         lower, finalize_host, finalize_device = compilation_pipeline.get_tir_pipeline(
             _DEFAULT_TIR_PIPELINE
         )
-        return _tvm.transform.Sequential([lower, *extra_passes()]), finalize_host, finalize_device
+        passes = [*first_passes(), lower, *extra_passes()]
+        return _tvm.transform.Sequential(passes), finalize_host, finalize_device
 
     compilation_pipeline.register_tir_pipeline(name, factory)
 
@@ -74,9 +81,12 @@ def locals_on_stack() -> Any:
 
 @functools.cache
 def register_tiles_pipeline() -> str:
-    """The name of TVM's default TIR lowering followed by :func:`locals_on_stack`: a CPU
-    kernel's register tile stays in registers."""
-    register_tir_pipeline(_REGISTER_TILES_PIPELINE, lambda: [locals_on_stack()])
+    """The name of TVM's default TIR lowering followed by :func:`locals_on_stack` (a CPU
+    kernel's register tile stays in registers), after :func:`.prefetch.prefetch_next_panels`
+    (a kernel's streamed weight panels prefetched where its schedule asks)."""
+    register_tir_pipeline(
+        _REGISTER_TILES_PIPELINE, lambda: [locals_on_stack()], lambda: [prefetch_next_panels()]
+    )
     return _REGISTER_TILES_PIPELINE
 
 

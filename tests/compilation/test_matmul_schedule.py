@@ -1,6 +1,6 @@
 """The default schedule of matmul-like kernels: the register tile its rule picks for a CPU, and a
 transformer encoder layer built with it (every matmul on the micro-kernel, weights packed at build
-time, outputs PyTorch's)."""
+time and read ahead panel by panel, outputs PyTorch's)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from mlc_jupyter.compilation.conv_schedule import VectorUnit, fits_registers
 from mlc_jupyter.compilation.default_schedule import PACKED_SUFFIX
 from mlc_jupyter.compilation.matmul_schedule import JOBS_PER_CORE, rule_tile
 from mlc_jupyter.models import import_model
-from mlc_jupyter.tvm_compat import prim_func_type
+from mlc_jupyter.tvm_compat import PREFETCH_ANNOTATION, kernel_library, prim_func_type
 
 AVX2 = VectorUnit(lanes=8, registers=16)
 AVX512 = VectorUnit(lanes=16, registers=32)
@@ -81,6 +81,23 @@ def test_an_encoder_layer_s_matmuls_run_on_the_micro_kernel_with_packed_weights(
         assert "T.parallel" in text and "T.vectorized" in text
     weighted = [n for n in matmuls if n.endswith(PACKED_SUFFIX)]
     assert len(weighted) >= 4  # the dense layers read their weights packed at build time
+
+
+def test_a_product_with_a_weight_prefetches_the_weight_panel_it_reads_next(encoder):
+    """A weight comes from memory at every call where the model's weights outgrow the cache: its
+    product reads the next panel ahead while it computes on the current one
+    (``bench/bench_weight_prefetch.py``). Attention's products, whose ``B`` is computed, not."""
+    built = encoder[2]
+    matmuls = {
+        gv.name_hint: f
+        for gv, f in built.mod.functions_items()
+        if isinstance(f, prim_func_type()) and "matmul" in gv.name_hint
+    }
+    for name, func in matmuls.items():
+        assert (PREFETCH_ANNOTATION in func.script()) == name.endswith(PACKED_SUFFIX), name
+        if name.endswith(PACKED_SUFFIX):
+            code = kernel_library(built.executable, name).inspect_source("ll")
+            assert "@llvm.prefetch" in code, f"{name} was compiled without its prefetches"
 
 
 def test_an_encoder_layer_built_by_default_gives_pytorch_s_outputs(encoder):

@@ -1,0 +1,87 @@
+"""Contract of tvm_compat/prefetch.py: a loop annotated for it starts with prefetches of the rows
+of the next weight panel (the next jobs', or the job's own next one), the kernel computes what it
+did, and a kernel whose jobs all read the whole weight at once gets none. A failure names what TVM
+changed."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mlc_jupyter import tvm_compat
+from mlc_jupyter.tvm_compat.prefetch import prefetch_next_panels
+
+ROWS, DEPTH, PANELS, LANES = 4, 32, 4, 16
+
+
+def _panel_product(jobs: str):
+    """``out = a @ w`` (``a`` ROWS x DEPTH, ``w`` DEPTH x PANELS*LANES), its parallel jobs one
+    row by one panel of ``w`` each (``"panel"``), one row by all of ``w`` panel after panel
+    (``"row"``) or one row by all of ``w`` at once (``"row, all panels at once"``), the
+    reduction annotated."""
+    tvm = tvm_compat.tvm()
+    te = tvm.te
+    a = te.placeholder((ROWS, DEPTH), name="a")
+    w = te.placeholder((DEPTH, PANELS * LANES), name="w")
+    k = te.reduce_axis((0, DEPTH), name="k")
+    out = te.compute((ROWS, PANELS * LANES), lambda i, j: te.sum(a[i, k] * w[k, j], axis=k))
+    sch = tvm_compat.Schedule(te.create_prim_func([a, w, out]))
+    block = tvm_compat.get_block(sch, "compute")
+    i, j, k = sch.get_loops(block)
+    panel, lane = sch.split(j, [PANELS, LANES])
+    outer, inner = sch.split(k, [None, 4])
+    if jobs == "panel":
+        sch.reorder(panel, i, outer, inner, lane)
+        sch.parallel(sch.fuse(panel, i))
+    elif jobs == "row":
+        sch.reorder(i, panel, outer, inner, lane)
+        sch.parallel(i)
+    else:
+        sch.reorder(i, outer, panel, inner, lane)
+        sch.parallel(i)
+    sch.vectorize(lane)
+    sch.annotate(outer, tvm_compat.PREFETCH_ANNOTATION, -1)
+    return tvm.IRModule({"main": sch.mod["main"].with_attr("global_symbol", "main")})
+
+
+def _run(mod, a, w):
+    """The module built by the CPU pipeline (the pass first), run on ``a`` and ``w``."""
+    target = tvm_compat.tvm().target.Target({"kind": "llvm"})
+    lib = tvm_compat.compile(mod, target, tvm_compat.register_tiles_pipeline())
+    out = tvm_compat.tensor(np.zeros((ROWS, PANELS * LANES), "float32"))
+    lib["main"](tvm_compat.tensor(a), tvm_compat.tensor(w), out)
+    return out.numpy()
+
+
+def test_the_jobs_of_a_panel_prefetch_the_next_panel_row_by_row_and_compute_the_same():
+    mod = _panel_product("panel")
+    text = prefetch_next_panels()(mod)["main"].script()
+    # each iteration of the annotated loop: one row (one vector, one cache line) of the panel
+    # that the job ROWS jobs later reads (clamped to the last job); the ROWS jobs of a panel
+    # take DEPTH / ROWS of its rows each, one per iteration
+    assert text.count("T.prefetch") == 1, text
+    job = f"T.min(j_0_i_fused + {ROWS}, {PANELS * ROWS - 1}) // {ROWS} * {LANES}"
+    row = f"T.min(j_0_i_fused % {ROWS} * {DEPTH // ROWS} + k_0, {DEPTH - 1})"
+    assert f"w[{row} % {DEPTH}, {job}]" in text, text
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((ROWS, DEPTH)).astype("float32")
+    w = rng.standard_normal((DEPTH, PANELS * LANES)).astype("float32")
+    np.testing.assert_allclose(_run(mod, a, w), a @ w, rtol=1e-5, atol=1e-5)
+
+
+def test_a_job_that_reads_panel_after_panel_prefetches_its_own_next_panel():
+    mod = _panel_product("row")
+    text = prefetch_next_panels()(mod)["main"].script()
+    # the DEPTH rows of the job's next panel (after its last, the next job's first: here the
+    # same, as every job reads every panel) spread over the annotated loop's DEPTH / 4
+    # iterations: four rows each
+    assert text.count("T.prefetch") == 4, text
+    assert f"(j_0 + 1) % {PANELS} * {LANES}]" in text, text
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((ROWS, DEPTH)).astype("float32")
+    w = rng.standard_normal((DEPTH, PANELS * LANES)).astype("float32")
+    np.testing.assert_allclose(_run(mod, a, w), a @ w, rtol=1e-5, atol=1e-5)
+
+
+def test_jobs_that_each_read_the_whole_weight_at_once_get_no_prefetch():
+    mod = _panel_product("row, all panels at once")
+    assert "T.prefetch" not in prefetch_next_panels()(mod)["main"].script()
