@@ -43,13 +43,16 @@ def _panel_product(jobs: str):
     return tvm.IRModule({"main": sch.mod["main"].with_attr("global_symbol", "main")})
 
 
-def _run(mod, a, w):
-    """The module built by the CPU pipeline (the pass first), run on ``a`` and ``w``."""
+def _assert_computes_the_product(mod):
+    """The module built by the CPU pipeline (the pass first) computes ``a @ w``."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((ROWS, DEPTH)).astype("float32")
+    w = rng.standard_normal((DEPTH, PANELS * LANES)).astype("float32")
     target = tvm_compat.tvm().target.Target({"kind": "llvm"})
     lib = tvm_compat.compile(mod, target, tvm_compat.register_tiles_pipeline())
     out = tvm_compat.tensor(np.zeros((ROWS, PANELS * LANES), "float32"))
     lib["main"](tvm_compat.tensor(a), tvm_compat.tensor(w), out)
-    return out.numpy()
+    np.testing.assert_allclose(out.numpy(), a @ w, rtol=1e-5, atol=1e-5)
 
 
 def test_the_jobs_of_a_panel_prefetch_the_next_panel_row_by_row_and_compute_the_same():
@@ -62,10 +65,7 @@ def test_the_jobs_of_a_panel_prefetch_the_next_panel_row_by_row_and_compute_the_
     job = f"T.min(j_0_i_fused + {ROWS}, {PANELS * ROWS - 1}) // {ROWS} * {LANES}"
     row = f"T.min(j_0_i_fused % {ROWS} * {DEPTH // ROWS} + k_0, {DEPTH - 1})"
     assert f"w[{row} % {DEPTH}, {job}]" in text, text
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((ROWS, DEPTH)).astype("float32")
-    w = rng.standard_normal((DEPTH, PANELS * LANES)).astype("float32")
-    np.testing.assert_allclose(_run(mod, a, w), a @ w, rtol=1e-5, atol=1e-5)
+    _assert_computes_the_product(mod)
 
 
 def test_a_job_that_reads_panel_after_panel_prefetches_its_own_next_panel():
@@ -76,10 +76,7 @@ def test_a_job_that_reads_panel_after_panel_prefetches_its_own_next_panel():
     # iterations: four rows each
     assert text.count("T.prefetch") == 4, text
     assert f"(j_0 + 1) % {PANELS} * {LANES}]" in text, text
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((ROWS, DEPTH)).astype("float32")
-    w = rng.standard_normal((DEPTH, PANELS * LANES)).astype("float32")
-    np.testing.assert_allclose(_run(mod, a, w), a @ w, rtol=1e-5, atol=1e-5)
+    _assert_computes_the_product(mod)
 
 
 def test_jobs_that_each_read_the_whole_weight_at_once_get_no_prefetch():
