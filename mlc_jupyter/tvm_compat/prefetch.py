@@ -106,14 +106,17 @@ def _plan(loop: Any, outer: list[Any]) -> list[Any]:
     (:func:`_next_panel`) is spread evenly, vector by vector in the order the kernel reads them,
     over the iterations from the panel's loop down to ``loop``."""
     nodes = tir()
-    read = int(loop.annotations[PREFETCH_ANNOTATION])  # negative: from the last
+    read = loop.annotations[PREFETCH_ANNOTATION]  # negative: from the last
+    read = int(read) if isinstance(read, int | nodes.IntImm) else None
     parallel = [lp for lp in outer if lp.kind == nodes.ForKind.PARALLEL]
     realizes = _realizes(loop.body, [loop])
-    if not parallel or len(realizes) != 1:
-        return []
+    if read is None or not parallel or len(realizes) != 1:
+        return []  # a value from a trace file that is no read index asks for nothing
     job = parallel[-1]
     realize, inner = realizes[0]
     block = realize.block
+    if not block.reads:
+        return []
     weight = region_buffer(block.reads[read % len(block.reads)])
     load = next((idx for buf, idx in _loads(block.body) if buf.same_as(weight)), None)
     if load is None:

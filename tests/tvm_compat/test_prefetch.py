@@ -13,7 +13,7 @@ from mlc_jupyter.tvm_compat.prefetch import prefetch_next_panels
 ROWS, DEPTH, PANELS, LANES = 4, 32, 4, 16
 
 
-def _panel_product(jobs: str):
+def _panel_product(jobs: str, read=-1):
     """``out = a @ w`` (``a`` ROWS x DEPTH, ``w`` DEPTH x PANELS*LANES), its parallel jobs one
     row by one panel of ``w`` each (``"panel"``), one row by all of ``w`` panel after panel
     (``"row"``) or one row by all of ``w`` at once (``"row, all panels at once"``), the
@@ -39,7 +39,7 @@ def _panel_product(jobs: str):
         sch.reorder(i, outer, panel, inner, lane)
         sch.parallel(i)
     sch.vectorize(lane)
-    sch.annotate(outer, tvm_compat.PREFETCH_ANNOTATION, -1)
+    sch.annotate(outer, tvm_compat.PREFETCH_ANNOTATION, read)
     return tvm.IRModule({"main": sch.mod["main"].with_attr("global_symbol", "main")})
 
 
@@ -82,3 +82,11 @@ def test_a_job_that_reads_panel_after_panel_prefetches_its_own_next_panel():
 def test_jobs_that_each_read_the_whole_weight_at_once_get_no_prefetch():
     mod = _panel_product("row, all panels at once")
     assert "T.prefetch" not in prefetch_next_panels()(mod)["main"].script()
+
+
+def test_an_annotation_whose_value_is_no_read_index_asks_for_nothing():
+    # a trace from elsewhere may carry the annotation with any value: the build goes on without
+    # prefetches instead of failing inside TVM's lowering
+    mod = _panel_product("panel", read="the weight")
+    assert "T.prefetch" not in prefetch_next_panels()(mod)["main"].script()
+    _assert_computes_the_product(mod)
