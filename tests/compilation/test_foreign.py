@@ -9,9 +9,11 @@ import json
 import pytest
 from foreign_support import add_one, poisoned_schedule
 
+from mlc_jupyter.compilation.conv_schedule import VectorUnit
 from mlc_jupyter.compilation.foreign import check_module, check_trace
+from mlc_jupyter.compilation.matmul_schedule import schedule_matmul
 from mlc_jupyter.errors import ForeignCodeError
-from mlc_jupyter.tvm_compat import Schedule, get_block
+from mlc_jupyter.tvm_compat import PREFETCH_ANNOTATION, Schedule, get_block, tvm
 
 
 def test_a_trace_that_imports_llvm_is_refused_with_its_step_as_object_json_and_text(tmp_path):
@@ -37,6 +39,21 @@ def test_an_annotation_outside_the_allowlist_is_refused_and_the_hints_metaschedu
     sch.annotate(block, "my_own_key", "value")
     with pytest.raises(ForeignCodeError, match=r'^step 6 of a record: .*"my_own_key".* not one of'):
         check_trace(sch.trace, "a record")
+
+
+def test_a_record_of_a_product_with_a_weight_passes_with_its_prefetch_annotation():
+    # the BLIS space marks a product whose B is a weight for the prefetch pass; its records,
+    # read back from a work dir, must replay
+    te = tvm().te
+    a, w = te.placeholder((8, 64), name="a"), te.placeholder((64, 32), name="w")
+    k = te.reduce_axis((0, 64), name="k")
+    out = te.compute((8, 32), lambda i, j: te.sum(a[i, k] * w[k, j], axis=k), name="C")
+    func = te.create_prim_func([a, w, out]).with_attr("layout_free_buffers", [1])
+    sch = Schedule(tvm().IRModule({"main": func}))
+    schedule_matmul(sch, "no-pack", VectorUnit(lanes=16, registers=32))
+    assert PREFETCH_ANNOTATION in str(sch.trace)
+    for trace in (sch.trace, sch.trace.as_json()):
+        check_trace(trace, "line 1 of database_tuning_record.json")
 
 
 def test_a_module_from_a_file_that_links_or_calls_outside_code_is_refused(tmp_path):
