@@ -6,8 +6,15 @@ over the rounds). The difference is the floor under any small parallel kernel, s
 128³ ``mm_relu`` tuned (a few microseconds a call): why it stays further from the fp32 peak than
 large matmuls.
 
-Usage: ``TVM_NUM_THREADS=2 python bench/bench_parallel_launch.py [--rounds 15]``. Run it on a
-quiet machine.
+It is also the plainest sign of which of its two states this VM's host is in: the fork/join
+crosses from one core to the other, and on some runs it costs several times what it does on
+others, and the whole of MobileNet is slower with it, its memory-bound kernels most (the cores
+far apart, each reading what the other wrote). ``--model`` shows both, window after window, in
+one process: the model's time and the fork/join's beside it. ``bench_models.py`` prints the
+fork/join before and after each race, so a race says which state it ran in.
+
+Usage: ``TVM_NUM_THREADS=2 python bench/bench_parallel_launch.py [--rounds 15]``; ``--model
+mobilenet --windows 15`` for the model beside it. Run it on a quiet machine.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import time
 
 LAUNCH = """
 @tvm.script.ir_module
@@ -37,22 +45,64 @@ class Launch:
 """
 
 
-def main() -> None:
+def fork_join_s(rounds: int = 5) -> tuple[float, float]:
+    """The parallel and the serial kernel's median time per call, timed in turns."""
     from mlc_jupyter.cells import parse_script
     from mlc_jupyter.compilation import build_module
     from mlc_jupyter.measure import time_module
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=15, help="timings of each kernel")
-    args = parser.parse_args()
     built = build_module(parse_script(LAUNCH, kind="tir").objects["Launch"], "llvm")
     kernels = ("parallel", "serial")
     samples: dict[str, list[float]] = {k: [] for k in kernels}
-    for _ in range(args.rounds):
+    for _ in range(rounds):
         for kernel in kernels:
             samples[kernel].append(time_module(built, func_name=kernel).median_s)
     parallel, serial = (statistics.median(samples[k]) for k in kernels)
+    return parallel, serial
+
+
+def model_beside_fork_join(name: str, windows: int, window_s: float) -> None:
+    """``name``'s default build timed for ``window_s`` seconds at a time, the fork/join after
+    each window: whether the model's slow spells are the fork/join's."""
+    from bench_models import build_model
+
+    from mlc_jupyter.compilation import build_module
+    from mlc_jupyter.compilation.call import prepare, relax_vm, to_device
+    from mlc_jupyter.measure.timer import model_inputs
+    from mlc_jupyter.models import import_model
+
+    built = build_module(import_model(*build_model(name)))
+    sig = prepare(built, None)
+    tensors, _ = to_device(built, sig, tuple(model_inputs(built, sig, None, 0)))
+    run = relax_vm(built)[sig.name]
+    for _ in range(20):
+        run(*tensors)
+    print(f"{'window':>6} {name + ' ms per call':>24} {'fork/join us':>13}")
+    for window in range(windows):
+        samples, end = [], time.perf_counter() + window_s
+        while time.perf_counter() < end:
+            start = time.perf_counter()
+            for _ in range(10):
+                run(*tensors)
+            samples.append((time.perf_counter() - start) / 10)
+        parallel, serial = fork_join_s()
+        print(f"{window:>6} {statistics.median(samples) * 1e3:>24.3f} "
+              f"{(parallel - serial) * 1e6:>13.3f}", flush=True)  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15, help="timings of each kernel")
+    parser.add_argument("--model", help="a model of bench_models.py timed beside the fork/join")
+    parser.add_argument("--windows", type=int, default=15, help="with --model: how many windows")
+    parser.add_argument("--window-s", type=float, default=3.0, help="with --model: seconds each")
+    args = parser.parse_args()
     threads = os.environ.get("TVM_NUM_THREADS", "all cores")
+    if args.model:
+        print(f"TVM_NUM_THREADS={threads}; the model's median per window, then the fork/join")
+        model_beside_fork_join(args.model, args.windows, args.window_s)
+        return
+    parallel, serial = fork_join_s(args.rounds)
     print(f"TVM_NUM_THREADS={threads}; median of {args.rounds} rounds timed in turns")
     print(f"{'kernel':28} {'us per call':>12}")
     print(f"{'T.parallel(2), one store each':28} {parallel * 1e6:12.3f}")
