@@ -32,9 +32,11 @@ roof over it, so the kernels still far from what the machine allows stand out.
 
 Run it alone on a quiet machine: other processes make 2-core parallel kernels (TVM's and
 PyTorch's) wait for their time slices. The load average is printed before and after, and the
-fork/join of TVM's thread pool before and after each model's race (``bench_parallel_launch.py``):
-where it reads several times its low figure, the host had the two cores far apart for that race,
-and the memory-bound kernels (MobileNet's depthwise ones) ran up to twice as long.
+fork/join of TVM's thread pool and the hand-off between its threads before and after each model's
+race (``bench_parallel_launch.py``): where the fork/join reads several times its low figure, the
+host had the two cores far apart for that race, and the memory-bound kernels (MobileNet's
+depthwise ones) ran up to twice as long; the hand-off's "from the other's" figure is what each
+of them pays for reading what the other core wrote.
 
     .venv/bin/python bench/bench_models.py                       # MLP 256 trials, 30 min each other
     .venv/bin/python bench/bench_models.py --models mlp --mlp-trials 64     # a quick look
@@ -107,14 +109,14 @@ def bench_model(name: str, args: argparse.Namespace, work_root: str) -> dict:
     tuned_profile = (
         profile_kernels(tuned, runs=5, name=f"{name} (tuned build)") if tuned is not None else None
     )
-    fork_join_before = fork_join_us()
+    host_before = host_state()
     report = time_functions(
         variants,
         sampling=Sampling(repeat=args.rounds),
         torch_compile=not args.no_compile,
         runtimes=not args.no_runtimes,
     )
-    fork_join_after = fork_join_us()
+    host_after = host_state()
     return {
         "name": name,
         "import_s": import_s,
@@ -126,16 +128,22 @@ def bench_model(name: str, args: argparse.Namespace, work_root: str) -> dict:
         "report": report,
         "profile": profile,
         "tuned_profile": tuned_profile,
-        "fork_join_us": (fork_join_before, fork_join_after),
+        "host_state": (host_before, host_after),
     }
 
 
-def fork_join_us() -> float:
-    """The fork/join of TVM's thread pool now, in microseconds: which state the host is in."""
-    from bench_parallel_launch import fork_join_s
+def host_state() -> str:
+    """Which state the host is in now: the fork/join of TVM's thread pool, and the time a
+    parallel loop takes to read what the loop before it wrote, on the same core and on the
+    other (``bench_parallel_launch.py``)."""
+    from bench_parallel_launch import HALF, fork_join_s, handoff_s
 
     parallel, serial = fork_join_s()
-    return (parallel - serial) * 1e6
+    own, other = handoff_s()
+    return (
+        f"fork/join {(parallel - serial) * 1e6:.2f} us, hand-off of {HALF * 4 // 1024} KiB "
+        f"per core {own * 1e6:.1f} us from its own writes, {other * 1e6:.1f} us from the other's"
+    )
 
 
 def _ms(seconds: float | None) -> str:
@@ -154,8 +162,8 @@ def print_model(res: dict) -> None:
     if res["tuned"] is not None:
         print(result_text(res["tuned"]))
     print(report_text(res["report"]))
-    before, after = res["fork_join_us"]
-    print(f"fork/join of the thread pool: {before:.2f} us before the race, {after:.2f} us after")
+    before, after = res["host_state"]
+    print(f"the host before the race: {before}\nthe host after the race: {after}")
     print(profile_text(res["profile"]))
     if res["tuned_profile"] is not None:
         print(profile_text(res["tuned_profile"]))

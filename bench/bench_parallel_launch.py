@@ -9,9 +9,11 @@ large matmuls.
 It is also the plainest sign of which of its two states this VM's host is in: the fork/join
 crosses from one core to the other, and on some runs it costs several times what it does on
 others, and the whole of MobileNet is slower with it, its memory-bound kernels most (the cores
-far apart, each reading what the other wrote). ``--model`` shows both, window after window, in
-one process: the model's time and the fork/join's beside it. ``bench_models.py`` prints the
-fork/join before and after each race, so a race says which state it ran in.
+far apart, each reading what the other wrote). The hand-off (``HANDOFF``) measures that
+directly: a parallel loop reading what the loop before it wrote on the same core, or on the
+other one. ``--model`` shows all three, window after window, in one process: the model's time,
+the fork/join and the hand-off beside it. ``bench_models.py`` prints the fork/join and the
+hand-off before and after each race, so a race says which state it ran in.
 
 Usage: ``TVM_NUM_THREADS=2 python bench/bench_parallel_launch.py [--rounds 15]``; ``--model
 mobilenet --windows 15`` for the model beside it. Run it on a quiet machine.
@@ -61,6 +63,63 @@ def fork_join_s(rounds: int = 5) -> tuple[float, float]:
     return parallel, serial
 
 
+#: Two parallel loops in one kernel, one element of the pool per half: the first adds one to each
+#: half of ``X``, the second sums each half into ``Y``. In ``own`` each thread reads the half it
+#: wrote; in ``other``, the half the other thread wrote, as a kernel does when the kernel before
+#: it split its output another way.
+HANDOFF = """
+@tvm.script.ir_module
+class Handoff:
+    @T.prim_func
+    def own(X: T.Buffer((2 * HALF,), "float32"), Y: T.Buffer((32,), "float32")):
+        T.func_attr({"global_symbol": "own", "tir.noalias": True})
+        for i in T.parallel(2):
+            for k in range(HALF // 16):
+                for j in T.vectorized(16):
+                    X[i * HALF + k * 16 + j] = X[i * HALF + k * 16 + j] + T.float32(1)
+        for i in T.parallel(2):
+            for j in T.vectorized(16):
+                Y[i * 16 + j] = T.float32(0)
+            for k in range(HALF // 16):
+                for j in T.vectorized(16):
+                    Y[i * 16 + j] = Y[i * 16 + j] + X[i * HALF + k * 16 + j]
+
+    @T.prim_func
+    def other(X: T.Buffer((2 * HALF,), "float32"), Y: T.Buffer((32,), "float32")):
+        T.func_attr({"global_symbol": "other", "tir.noalias": True})
+        for i in T.parallel(2):
+            for k in range(HALF // 16):
+                for j in T.vectorized(16):
+                    X[(1 - i) * HALF + k * 16 + j] = X[(1 - i) * HALF + k * 16 + j] + T.float32(1)
+        for i in T.parallel(2):
+            for j in T.vectorized(16):
+                Y[i * 16 + j] = T.float32(0)
+            for k in range(HALF // 16):
+                for j in T.vectorized(16):
+                    Y[i * 16 + j] = Y[i * 16 + j] + X[i * HALF + k * 16 + j]
+"""
+#: Floats in each half: 392 KiB, what each core of MobileNet's 14x14 layers writes.
+HALF = 100352
+
+
+def handoff_s(rounds: int = 5) -> tuple[float, float]:
+    """The median time per call of ``HANDOFF``'s two kernels, timed in turns: each core reading
+    what it wrote, and what the other core wrote."""
+    from mlc_jupyter.cells import parse_script
+    from mlc_jupyter.compilation import build_module
+    from mlc_jupyter.measure import time_module
+
+    source = HANDOFF.replace("HALF", str(HALF))
+    built = build_module(parse_script(source, kind="tir").objects["Handoff"], "llvm")
+    kernels = ("own", "other")
+    samples: dict[str, list[float]] = {k: [] for k in kernels}
+    for _ in range(rounds):
+        for kernel in kernels:
+            samples[kernel].append(time_module(built, func_name=kernel).median_s)
+    own, other = (statistics.median(samples[k]) for k in kernels)
+    return own, other
+
+
 def model_beside_fork_join(name: str, windows: int, window_s: float) -> None:
     """``name``'s default build timed for ``window_s`` seconds at a time, the fork/join after
     each window: whether the model's slow spells are the fork/join's."""
@@ -77,7 +136,8 @@ def model_beside_fork_join(name: str, windows: int, window_s: float) -> None:
     run = relax_vm(built)[sig.name]
     for _ in range(20):
         run(*tensors)
-    print(f"{'window':>6} {name + ' ms per call':>24} {'fork/join us':>13}")
+    print(f"{'window':>6} {name + ' ms per call':>24} {'fork/join us':>13} "
+          f"{'hand-off own us':>16} {'other us':>9}")  # fmt: skip
     for window in range(windows):
         samples, end = [], time.perf_counter() + window_s
         while time.perf_counter() < end:
@@ -86,8 +146,10 @@ def model_beside_fork_join(name: str, windows: int, window_s: float) -> None:
                 run(*tensors)
             samples.append((time.perf_counter() - start) / 10)
         parallel, serial = fork_join_s()
+        own, other = handoff_s()
         print(f"{window:>6} {statistics.median(samples) * 1e3:>24.3f} "
-              f"{(parallel - serial) * 1e6:>13.3f}", flush=True)  # fmt: skip
+              f"{(parallel - serial) * 1e6:>13.3f} {own * 1e6:>16.1f} {other * 1e6:>9.1f}",
+              flush=True)  # fmt: skip
 
 
 def main() -> None:
@@ -108,6 +170,9 @@ def main() -> None:
     print(f"{'T.parallel(2), one store each':28} {parallel * 1e6:12.3f}")
     print(f"{'serial loop, two stores':28} {serial * 1e6:12.3f}")
     print(f"fork/join of the thread pool: {(parallel - serial) * 1e6:.3f} us per call")
+    own, other = handoff_s(args.rounds)
+    print(f"hand-off of {HALF * 4 // 1024} KiB per core: {own * 1e6:.1f} us reading what the "
+          f"same core wrote, {other * 1e6:.1f} us what the other core wrote")  # fmt: skip
 
 
 if __name__ == "__main__":
