@@ -23,6 +23,7 @@ from ..errors import BuildError, error_reason
 from ..results import ImportedModel
 from ..tvm_compat import compile as tvm_compile
 from ..tvm_compat import (
+    memory_plan,
     prefer_nvcc_without_nvrtc,
     register_tiles_pipeline,
     structural_equal,
@@ -274,7 +275,11 @@ def _build(
             executable = compile_checked(mod, target)
         else:
             executable = tvm_compile(
-                mod, target, tir_pipeline=tir_pipeline(target), parts=compile_parts(target)
+                mod,
+                target,
+                tir_pipeline=tir_pipeline(target),
+                parts=compile_parts(target),
+                relax_pipeline=relax_build_pipeline(target),
             )
     except Exception as err:  # noqa: BLE001 - TVM raises many types; show one line
         kernel_error = failed_kernel_compile(err)
@@ -317,6 +322,14 @@ def tir_pipeline(target: Any) -> str | None:
     default (``None``) for a GPU, whose ``local`` buffers are registers already. The tuner
     compiles its candidates with the same lowering, so that it times what a build runs."""
     return register_tiles_pipeline() if is_cpu(target) else None
+
+
+def relax_build_pipeline(target: Any) -> Any:
+    """The Relax build pipeline of a build for ``target``: for a CPU, TVM's default with each
+    planned tensor at the middle of its storage (:mod:`.tvm_compat.memory_plan`: the cores'
+    halves of every tensor in a storage meet at one byte, so neither core writes what the other
+    holds); TVM's default (``None``) for a GPU, which has no such halves."""
+    return memory_plan.build_pipeline() if is_cpu(target) else None
 
 
 def made_for(obj: Any) -> Any:

@@ -19,21 +19,32 @@ from .namespaces import tvm
 
 
 def compile(  # noqa: A001
-    mod: Any, target: Any, tir_pipeline: str | None = None, parts: int = 1
+    mod: Any,
+    target: Any,
+    tir_pipeline: str | None = None,
+    parts: int = 1,
+    relax_pipeline: Any = None,
 ) -> Any:
     """Build a TIR or Relax module (``tvm.build`` / ``relax.build`` in the course), its kernels
     lowered by ``tir_pipeline`` (a name :func:`register_tir_pipeline` gave; TVM's default when
-    ``None``). The name mirrors ``tvm.compile``.
+    ``None``), a Relax module's functions by ``relax_pipeline`` (a pass, such as
+    :func:`.memory_plan.build_pipeline`; TVM's default when ``None``). The name mirrors
+    ``tvm.compile``.
 
     A Relax module's kernels are lowered and compiled in up to ``parts`` parts, one thread each
     (:func:`_compile_relax_in_parts`; for a CPU target: the caller asks)."""
     _tvm = tvm()
     parts = min(parts, relax_kernel_count(mod))
     if parts > 1:
-        return _compile_relax_in_parts(mod, _tvm.target.Target(target), tir_pipeline, parts)
-    if tir_pipeline is None:
-        return _tvm.compile(mod, target=target)
-    return _tvm.compile(mod, target=target, tir_pipeline=tir_pipeline)
+        return _compile_relax_in_parts(
+            mod, _tvm.target.Target(target), tir_pipeline, parts, relax_pipeline
+        )
+    options: dict[str, Any] = {}
+    if tir_pipeline is not None:
+        options["tir_pipeline"] = tir_pipeline
+    if relax_pipeline is not None:
+        options["relax_pipeline"] = relax_pipeline
+    return _tvm.compile(mod, target=target, **options)
 
 
 def relax_kernel_count(mod: Any) -> int:
@@ -47,7 +58,9 @@ def relax_kernel_count(mod: Any) -> int:
     return sum(isinstance(f, _tvm.tirx.PrimFunc) for f in functions)
 
 
-def _compile_relax_in_parts(mod: Any, target: Any, tir_pipeline: str | None, parts: int) -> Any:
+def _compile_relax_in_parts(
+    mod: Any, target: Any, tir_pipeline: str | None, parts: int, relax_pipeline: Any = None
+) -> Any:
     """``relax.build`` with its kernels split into ``parts`` modules, each lowered and compiled
     by LLVM in a thread of its own (TVM's passes and LLVM's code generation release the GIL),
     then linked into one executable as ``relax.build`` links its one kernel module.
@@ -59,7 +72,7 @@ def _compile_relax_in_parts(mod: Any, target: Any, tir_pipeline: str | None, par
     from tvm.relax import vm_build  # deferred: imports TVM
 
     with target:
-        mod = relax.get_pipeline("default")(mod)
+        mod = (relax_pipeline or relax.get_pipeline("default"))(mod)
     attrs = dict(mod.attrs) if mod.attrs else {}
     libraries = list(attrs.get("external_mods", []))
     params = dict(attrs.get("const_name_to_constant", {}))
