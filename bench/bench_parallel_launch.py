@@ -47,19 +47,24 @@ class Launch:
 """
 
 
-def fork_join_s(rounds: int = 5) -> tuple[float, float]:
-    """The parallel and the serial kernel's median time per call, timed in turns."""
+def _in_turns(source: str, module: str, kernels: tuple[str, str], rounds: int) -> list[float]:
+    """The median time per call of two kernels of the TVMScript ``source``'s ``module``, timed in
+    turns (one timing of each per round)."""
     from mlc_jupyter.cells import parse_script
     from mlc_jupyter.compilation import build_module
     from mlc_jupyter.measure import time_module
 
-    built = build_module(parse_script(LAUNCH, kind="tir").objects["Launch"], "llvm")
-    kernels = ("parallel", "serial")
+    built = build_module(parse_script(source, kind="tir").objects[module], "llvm")
     samples: dict[str, list[float]] = {k: [] for k in kernels}
     for _ in range(rounds):
         for kernel in kernels:
             samples[kernel].append(time_module(built, func_name=kernel).median_s)
-    parallel, serial = (statistics.median(samples[k]) for k in kernels)
+    return [statistics.median(samples[k]) for k in kernels]
+
+
+def fork_join_s(rounds: int = 5) -> tuple[float, float]:
+    """The parallel and the serial kernel's median time per call, timed in turns."""
+    parallel, serial = _in_turns(LAUNCH, "Launch", ("parallel", "serial"), rounds)
     return parallel, serial
 
 
@@ -105,18 +110,8 @@ HALF = 100352
 def handoff_s(rounds: int = 5) -> tuple[float, float]:
     """The median time per call of ``HANDOFF``'s two kernels, timed in turns: each core reading
     what it wrote, and what the other core wrote."""
-    from mlc_jupyter.cells import parse_script
-    from mlc_jupyter.compilation import build_module
-    from mlc_jupyter.measure import time_module
-
     source = HANDOFF.replace("HALF", str(HALF))
-    built = build_module(parse_script(source, kind="tir").objects["Handoff"], "llvm")
-    kernels = ("own", "other")
-    samples: dict[str, list[float]] = {k: [] for k in kernels}
-    for _ in range(rounds):
-        for kernel in kernels:
-            samples[kernel].append(time_module(built, func_name=kernel).median_s)
-    own, other = (statistics.median(samples[k]) for k in kernels)
+    own, other = _in_turns(source, "Handoff", ("own", "other"), rounds)
     return own, other
 
 
