@@ -5,8 +5,9 @@ TVM's ``StaticPlanBlockMemory`` lets tensors whose lives do not overlap share a 
 from its first byte. A CPU kernel split between the cores by rows writes the first half of its
 output on one core and the second on the other, so with tensors of different sizes in one
 storage the byte where the cores' halves meet moves from kernel to kernel: each kernel writes
-lines the other core last read or wrote, and pays to take them over: on a host that places its
-cores far apart, a large part of a memory-bound model's time (``bench/bench_memory_placement.py``). Placed at the middle of their storage instead, every
+lines the other core last read or wrote, and pays to take them over, which on a host that places
+its cores far apart is a large part of a memory-bound model's time
+(``bench/bench_memory_placement.py``). Placed at the middle of their storage instead, every
 tensor's halves meet at the storage's middle, and each core keeps its half of every storage.
 """
 
