@@ -72,30 +72,14 @@ def fork_join_s(rounds: int = 5) -> tuple[float, float]:
 #: half of ``X``, the second sums each half into ``Y``. In ``own`` each thread reads the half it
 #: wrote; in ``other``, the half the other thread wrote, as a kernel does when the kernel before
 #: it split its output another way.
-HANDOFF = """
-@tvm.script.ir_module
-class Handoff:
+_HANDOFF_KERNEL = """
     @T.prim_func
-    def own(X: T.Buffer((2 * HALF,), "float32"), Y: T.Buffer((32,), "float32")):
-        T.func_attr({"global_symbol": "own", "tir.noalias": True})
+    def NAME(X: T.Buffer((2 * HALF,), "float32"), Y: T.Buffer((32,), "float32")):
+        T.func_attr({"global_symbol": "NAME", "tir.noalias": True})
         for i in T.parallel(2):
             for k in range(HALF // 16):
                 for j in T.vectorized(16):
-                    X[i * HALF + k * 16 + j] = X[i * HALF + k * 16 + j] + T.float32(1)
-        for i in T.parallel(2):
-            for j in T.vectorized(16):
-                Y[i * 16 + j] = T.float32(0)
-            for k in range(HALF // 16):
-                for j in T.vectorized(16):
-                    Y[i * 16 + j] = Y[i * 16 + j] + X[i * HALF + k * 16 + j]
-
-    @T.prim_func
-    def other(X: T.Buffer((2 * HALF,), "float32"), Y: T.Buffer((32,), "float32")):
-        T.func_attr({"global_symbol": "other", "tir.noalias": True})
-        for i in T.parallel(2):
-            for k in range(HALF // 16):
-                for j in T.vectorized(16):
-                    X[(1 - i) * HALF + k * 16 + j] = X[(1 - i) * HALF + k * 16 + j] + T.float32(1)
+                    X[WRITTEN * HALF + k * 16 + j] = X[WRITTEN * HALF + k * 16 + j] + T.float32(1)
         for i in T.parallel(2):
             for j in T.vectorized(16):
                 Y[i * 16 + j] = T.float32(0)
@@ -103,6 +87,10 @@ class Handoff:
                 for j in T.vectorized(16):
                     Y[i * 16 + j] = Y[i * 16 + j] + X[i * HALF + k * 16 + j]
 """
+HANDOFF = "@tvm.script.ir_module\nclass Handoff:" + "".join(
+    _HANDOFF_KERNEL.replace("NAME", name).replace("WRITTEN", written)
+    for name, written in (("own", "i"), ("other", "(1 - i)"))
+)
 #: Floats in each half: 392 KiB, what each core of MobileNet's 14x14 layers writes.
 HALF = 100352
 
