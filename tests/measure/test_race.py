@@ -65,7 +65,8 @@ def test_a_profile_names_each_kernel_with_its_calls_and_share(book_mlp, book_mlp
     assert {k.name for k in profile.kernels} == {k for k, _ in imported.summary.kernels}
     assert all(k.calls == 1 and k.seconds > 0 and k.gflops for k in profile.kernels)
     assert profile.total_s > 0
-    assert sum(profile.share(k) for k in profile.kernels) <= 1.0
+    # the shares are fractions of one sum: equal to it up to the rounding of floats
+    assert sum(profile.share(k) for k in profile.kernels) <= 1.0 + 1e-12
 
 
 def test_a_profile_needs_a_relax_model():
