@@ -56,6 +56,7 @@ from .clip_layout import clip_as_min_max
 from .dataflow_outputs import return_outputs
 from .intrinsics import load_tensor_intrinsics
 from .reshape_sinking import sink_reshapes
+from .targets import core_cache_bytes
 from .weight_folding import fold_affine_epilogues, fold_constants, run_packings
 
 #: Relax operators that only call kernels; a module with nothing else needs no legalising.
@@ -602,6 +603,7 @@ def _matmul_schedule(task: Any, target: Any) -> tuple[Any, Any] | None:
         lambda dtype: conv_schedule.vector_unit(target, dtype),
         _cores(target),
         LAYOUT_FREE_ATTR,
+        core_cache_bytes(target),
     )
     return None if found is None else (found[0].with_attr(SCHEDULED, True), found[1])
 

@@ -55,6 +55,7 @@ from ..tvm_compat import (
     param_buffers,
     region_buffer,
     tir,
+    tvm,
     var_dtype,
 )
 from .conv_schedule import VectorUnit, fits_registers
@@ -62,8 +63,9 @@ from .conv_schedule import VectorUnit, fits_registers
 VARIANTS = ("pack-once", "pack-panel", "no-pack")
 #: The fewest rows a matmul-like kernel has.
 MIN_ROWS = 4
-#: Rows of the micro-kernel, tried in this order among those that divide the rows.
-MICRO_ROWS = (4, 6, 8)
+#: Rows of the micro-kernel, tried in this order among those that divide the rows (7: a 14x14
+#: image's 196 pixels in tiles that the jobs of a row split share evenly, :func:`rule_tile`).
+MICRO_ROWS = (4, 6, 7, 8)
 #: Vector registers across the micro-kernel's columns.
 MICRO_VECTORS = (2, 3, 4)
 #: The default tile's ``k`` unroll (at most; the largest divisor of the reduction up to it).
@@ -442,6 +444,9 @@ def rule_tile(
     unit: VectorUnit,
     cores: int,
     split: str = "larger",
+    cache_bytes: int | None = None,
+    element_bytes: int = 4,
+    rows_are_pixels: bool = False,
 ) -> RuleTile:
     """The default tile of a ``rows x cols x k`` contraction (``batch`` of them).
 
@@ -453,8 +458,15 @@ def rule_tile(
     1x1 convolution over a large image is the latter: each core then reads its own pixels, the
     ones the depthwise kernel before it wrote on that core; MobileNet as a whole ran no slower,
     and faster on a busy machine (``bench/bench_parallel_split.py``). ``split="columns"`` takes
-    the columns first always, as the rule did before. Raises :class:`NotMatmul` when no
-    micro-kernel fits.
+    the columns first always, as the rule did before. A 1x1 convolution with no more pixels
+    than columns (``rows_are_pixels``) splits its pixels too where the whole weight fits in half
+    of ``cache_bytes`` (one core's L2, :func:`.targets.core_cache_bytes`) and a micro-kernel
+    that fits divides them into tiles the jobs share evenly (a 14x14 image's 196 pixels in 28
+    tiles of 7): each core then reads the pixels the depthwise kernel before it wrote on that
+    core and writes those the one after it reads there, instead of handing half of each across
+    the cores, and reads the whole weight, which its cache holds. A product alone gains nothing
+    from it (``bench/results/bench_row_split_2026-11-30_emr.txt``). Raises :class:`NotMatmul`
+    when no micro-kernel fits.
     """
     rows, cols, k = extents
     mr_choices, nv_choices = _micro_choices(rows, cols // unit.lanes, unit)
@@ -463,7 +475,15 @@ def rule_tile(
         raise NotMatmul("no micro-kernel fits the vector registers with its B vectors")
     mr, nv = max(fits, key=lambda mv: (mv[0] * mv[1], mv[1]))
     jobs = max(1, math.ceil(JOBS_PER_CORE * cores / batch))
-    if split == "larger" and batch == 1 and rows > cols:
+    weight_fits = bool(cache_bytes) and 2 * k * cols * element_bytes <= (cache_bytes or 0)
+    own_rows = None
+    if split == "larger" and batch == 1 and rows <= cols and rows_are_pixels and weight_fits:
+        own_rows = _even_row_split(fits, rows, jobs)
+    if own_rows is not None:
+        mr, nv = own_rows
+        row_tiles = _split_jobs(rows // mr, jobs)
+        col_tiles = _split_jobs(cols // (unit.lanes * nv), 1)
+    elif split == "larger" and batch == 1 and rows > cols:
         row_tiles = _split_jobs(rows // mr, jobs)
         col_tiles = _split_jobs(cols // (unit.lanes * nv), math.ceil(jobs / row_tiles[0]))
     else:
@@ -471,6 +491,12 @@ def rule_tile(
         row_tiles = _split_jobs(rows // mr, math.ceil(jobs / col_tiles[0]))
     unroll = rule_k_unroll(k)
     return RuleTile(mr, nv, row_tiles, col_tiles, [k // unroll, unroll])
+
+
+def _even_row_split(fits: list[tuple[int, int]], rows: int, jobs: int) -> tuple[int, int] | None:
+    """The micro-kernel of ``fits`` with most accumulators whose row tiles ``jobs`` share evenly."""
+    even = [(m, v) for m, v in fits if (rows // m) % jobs == 0]
+    return max(even, key=lambda mv: (mv[0] * mv[1], mv[1])) if even else None
 
 
 def rule_k_unroll(k: int) -> int:
@@ -498,11 +524,15 @@ def rule_decisions(tile: RuleTile) -> Callable[..., Any]:
 
 
 def rule_schedule(
-    task: Any, unit_of: Callable[[str], VectorUnit], cores: int, layout_free_attr: str
+    task: Any,
+    unit_of: Callable[[str], VectorUnit],
+    cores: int,
+    layout_free_attr: str,
+    cache_bytes: int | None = None,
 ) -> tuple[Any, Any] | None:
     """``task``'s one PrimFunc ``main`` scheduled with the BLIS structure and :func:`rule_tile`,
     post-processed as MetaSchedule does (``RewriteLayout`` packs a weight ``B``); ``unit_of``
-    gives the vector unit of a dtype. ``(func, trace)``, or ``None`` for a kernel that is not
+    gives the vector unit of a dtype, ``cache_bytes`` one core's L2 (``None``: unknown). ``(func, trace)``, or ``None`` for a kernel that is not
     matmul-like."""
     try:
         probe = Schedule(task)
@@ -516,7 +546,10 @@ def rule_schedule(
         batch = 1
         for loop in roles.batch:
             batch *= int(probe.get(loop).extent)
-        tile = rule_tile(roles.extents, batch, unit, cores)
+        element_bytes = max(1, int(tvm().DataType(roles.dtype).bits) // 8)
+        pixels = sum(extent > 1 for _, extent in roles.row_axes) >= 2  # an image's height, width
+        tile = rule_tile(roles.extents, batch, unit, cores, cache_bytes=cache_bytes,
+                         element_bytes=element_bytes, rows_are_pixels=pixels)  # fmt: skip
         traced = Schedule(task)
         variant = "no-pack" if weight_b(traced, layout_free_attr) else "pack-once"
         schedule_matmul(traced, variant, unit)

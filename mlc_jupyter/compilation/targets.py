@@ -9,8 +9,10 @@ names one. ``cuda`` / ``gpu`` / tags (``nvidia/nvidia-h100``) / dicts / ``Target
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
+from pathlib import Path
 from typing import Any
 
 from ..config import default_target
@@ -124,6 +126,31 @@ def _to_dict(target: Any) -> dict[str, Any]:
 def _resolved(target: Any) -> Any:
     """``target`` as a ``Target``: one already resolved is taken as it is."""
     return target if isinstance(target, tvm().target.Target) else resolve_target(target)
+
+
+def core_cache_bytes(target: Any) -> int | None:
+    """One core's L2 cache in bytes where ``target`` is this machine's CPU (read from Linux's
+    sysfs), else ``None``: LLVM's CPU names carry no cache sizes, and a schedule rule that keeps
+    a weight in a core's cache must not guess another machine's."""
+    target = _resolved(target)
+    if target.kind.name != "llvm" or str(target.attrs.get("mcpu", "")) != host_cpu():
+        return None
+    return _host_l2_bytes()
+
+
+@functools.cache
+def _host_l2_bytes() -> int | None:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level = (index / "level").read_text().strip()
+            kind = (index / "type").read_text().strip()
+            size = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        if level == "2" and kind in ("Unified", "Data") and size:
+            return int(size.rstrip("KMG")) * units.get(size[-1], 1)
+    return None
 
 
 def target_kind(target: Any) -> str:

@@ -13,6 +13,7 @@ from mlc_jupyter.compilation import build_module
 from mlc_jupyter.compilation.conv_schedule import VectorUnit, fits_registers
 from mlc_jupyter.compilation.default_schedule import PACKED_SUFFIX
 from mlc_jupyter.compilation.matmul_schedule import JOBS_PER_CORE, rule_tile
+from mlc_jupyter.compilation.targets import core_cache_bytes
 from mlc_jupyter.models import import_model
 from mlc_jupyter.tvm_compat import PREFETCH_ANNOTATION, kernel_library, prim_func_type
 
@@ -57,6 +58,43 @@ def test_a_pointwise_convolution_over_a_large_image_splits_its_pixels_between_th
     assert tile.row_tiles[0] >= JOBS_PER_CORE * 2 and tile.col_tiles[0] == 1
     late = rule_tile((7 * 7, 1024, 1024), 1, AVX512, cores=2)  # a late layer: the weight is larger
     assert late.col_tiles[0] >= JOBS_PER_CORE * 2 and late.row_tiles[0] == 1
+
+
+def test_a_pointwise_convolution_over_a_small_image_splits_its_pixels_where_the_weight_fits():
+    """A 14x14 image's 196 pixels, fewer than the 512 columns: where one core's L2 holds the whole
+    weight twice over, 28 tiles of 7 pixels are split evenly between the jobs (each core keeps
+    the pixels its neighbours wrote and read on it); elsewhere, and for a plain product, the
+    columns are split as before."""
+    shape, l2 = (14 * 14, 512, 512), 2 << 20
+    tile = rule_tile(shape, 1, AVX512, cores=2, cache_bytes=l2, rows_are_pixels=True)
+    assert (tile.rows, tile.row_tiles, tile.col_tiles) == (7, [4, 7], [1, 512 // (16 * 2)])
+    assert fits_registers(tile.rows, tile.vectors, AVX512.registers)
+    columns = rule_tile(shape, 1, AVX512, cores=2)
+    assert columns.row_tiles[0] == 1 and columns.col_tiles[0] >= JOBS_PER_CORE * 2
+    for kwargs in ({"cache_bytes": l2}, {"cache_bytes": 1 << 20, "rows_are_pixels": True}):
+        assert rule_tile(shape, 1, AVX512, cores=2, **kwargs) == columns  # a product; too small
+    late = rule_tile((7 * 7, 1024, 1024), 1, AVX512, cores=2, cache_bytes=64 << 20,
+                     rows_are_pixels=True)  # fmt: skip
+    assert late.row_tiles[0] == 1  # 7 tiles of 7 pixels: four jobs would not share them evenly
+
+
+def test_a_pointwise_layer_over_a_small_image_built_here_gives_pytorch_s_outputs():
+    torch_seed()
+    model = torch.nn.Sequential(  # MobileNet's pair: a depthwise kernel, then the 1x1 product
+        torch.nn.Conv2d(64, 64, 3, 1, 1, groups=64), torch.nn.ReLU(),
+        torch.nn.Conv2d(64, 256, 1), torch.nn.ReLU(),
+    ).eval()  # fmt: skip
+    x = torch.randn(1, 64, 14, 14, generator=torch.Generator().manual_seed(2))
+    built = build_module(import_model(model, x), persist=False)
+    (text,) = [
+        f.script() for gv, f in built.mod.functions_items()
+        if isinstance(f, prim_func_type()) and "pointwise" in gv.name_hint
+    ]  # fmt: skip
+    if core_cache_bytes(built.target):  # this machine's L2 is known: the pixels are split
+        assert "T.unroll(T.int64(7))" in text
+    with torch.no_grad():
+        expected = model(x).numpy()
+    np.testing.assert_allclose(built(x.numpy()), expected, rtol=1e-4, atol=1e-5)
 
 
 @pytest.fixture(scope="module")
