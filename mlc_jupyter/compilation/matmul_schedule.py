@@ -532,8 +532,8 @@ def rule_schedule(
 ) -> tuple[Any, Any] | None:
     """``task``'s one PrimFunc ``main`` scheduled with the BLIS structure and :func:`rule_tile`,
     post-processed as MetaSchedule does (``RewriteLayout`` packs a weight ``B``); ``unit_of``
-    gives the vector unit of a dtype, ``cache_bytes`` one core's L2 (``None``: unknown). ``(func, trace)``, or ``None`` for a kernel that is not
-    matmul-like."""
+    gives the vector unit of a dtype, ``cache_bytes`` one core's L2 (``None``: unknown).
+    ``(func, trace)``, or ``None`` for a kernel that is not matmul-like."""
     try:
         probe = Schedule(task)
         block = contraction(probe)

@@ -133,7 +133,7 @@ def core_cache_bytes(target: Any) -> int | None:
     sysfs), else ``None``: LLVM's CPU names carry no cache sizes, and a schedule rule that keeps
     a weight in a core's cache must not guess another machine's."""
     target = _resolved(target)
-    if target.kind.name != "llvm" or str(target.attrs.get("mcpu", "")) != host_cpu():
+    if not is_cpu(target) or str(target.attrs.get("mcpu", "")) != host_cpu():
         return None
     return _host_l2_bytes()
 
