@@ -1,17 +1,20 @@
 """Builds on disk, so that the first build after a kernel restart is a cache hit.
 
-An entry is a folder ``<cache>/builds/<digest of the key>/`` holding the shared library, the
-module it was built from (TVM's JSON, to check structural equality on a hit) and ``meta.json``
-(the key and a SHA-256 of each file). It is written in a staging folder and renamed into place
-in one step, so a reader sees a whole entry or none, and two kernels writing the same entry at
-once leave one. An entry whose files do not match their checksums, or that does not load, is
-removed and rebuilt, never loaded. The objects are emitted (each of TVM's LLVM modules by a
-thread of its own: a module is not safe to share across threads) and linked before the build
-returns, and the build then runs from that library, so its first call compiles nothing again; the
-module's JSON (a model's weights make it large) is written in the background. The folder is kept
-under a size limit by dropping the least recently used entries. A build runs from a copy of its
-library in a folder of the process's own, fresh or loaded from an entry, so clearing or evicting
-the entry (from any process) never touches a library a running kernel has loaded.
+An entry is a folder ``<cache>/builds/<digest of the key>/`` holding the shared library (a
+Relax build's kernels only), a Relax build's VM (its bytecode and constants, as TVM serializes
+them: packed into the library, a model's weights made its object and its link the slowest part
+of a store), the module it was built from (TVM's JSON, to check structural equality on a hit)
+and ``meta.json`` (the key and a SHA-256 of each file). It is written in a staging folder and
+renamed into place in one step, so a reader sees a whole entry or none, and two kernels writing
+the same entry at once leave one. An entry whose files do not match their checksums, or that
+does not load, is removed and rebuilt, never loaded. The objects are emitted (each of TVM's LLVM
+modules by a thread of its own: a module is not safe to share across threads) and linked before
+the build returns, and the build then runs from that library, so its first call compiles
+nothing again; the module's JSON and the VM (a model's weights make them large) are written in
+the background. The folder is kept under a size limit by dropping the least recently used
+entries. A build runs from a copy of its library in a folder of the process's own, fresh or
+loaded from an entry, so clearing or evicting the entry (from any process) never touches a
+library a running kernel has loaded.
 """
 
 from __future__ import annotations
@@ -37,14 +40,17 @@ from ..tvm_compat import (
     load_json,
     save_json,
     structural_equal,
+    with_kernels,
+    write_vm,
 )
 
 _META = "meta.json"
 _MODULE = "module.json"
+_VM = "vm.bin"
 #: Staging folders older than this were left by a kernel that died while writing.
 _STALE_S = 3600.0
 #: Format of an entry; a change makes older entries misses.
-_FORMAT = 1
+_FORMAT = 2
 
 _pending: list[threading.Thread] = []
 _lock = threading.Lock()
@@ -72,8 +78,8 @@ def load(key: str, mod: Any, relax: bool) -> tuple[Any, float, str] | None:
         return None
     try:
         meta = json.loads(meta_path.read_text())
-        files, library = meta["files"], meta["library"]
-        others = {f: d for f, d in files.items() if f != library}
+        files, library, vm = meta["files"], meta["library"], meta.get("vm")
+        others = {f: d for f, d in files.items() if f not in (library, vm)}
         if meta.get("key") != key or any(_digest(entry / f) != d for f, d in others.items()):
             raise ValueError("checksum")
         if not structural_equal(load_json((entry / _MODULE).read_text()), mod):
@@ -82,7 +88,10 @@ def load(key: str, mod: Any, relax: bool) -> tuple[Any, float, str] | None:
         if _digest(Path(copy)) != files[library]:  # the copy is what runs: check that
             Path(copy).unlink(missing_ok=True)
             raise ValueError("checksum")
-        executable = load_executable(copy, relax)
+        vm_bytes = (entry / vm).read_bytes() if vm else None  # checked as read: what loads
+        if vm_bytes is not None and hashlib.sha256(vm_bytes).hexdigest() != files[vm]:
+            raise ValueError("checksum")
+        executable = load_executable(copy, relax, vm_bytes)
     except Exception:  # noqa: BLE001 - any damage means: drop it and build again
         _remove(entry)
         return None
@@ -99,7 +108,9 @@ def store(
     Returns the build loaded from the library just linked and the path of the private copy it
     runs from (``None`` when it could not be written): emitting the objects is LLVM's code
     generation, and the in-memory build would do it once more, as a JIT compile, on its first
-    call. The module's text (for the equality check of a later hit) is written in the background.
+    call. The module's text (for the equality check of a later hit) and a Relax build's VM are
+    written in the background; the library holds the VM's kernels only, which the VM in memory
+    then runs.
     """
     root = build_cache_dir()
     staging = root / f".staging-{uuid.uuid4().hex}"
@@ -109,8 +120,11 @@ def store(
     def record(output: str, objects: list[str], **options: Any) -> None:
         linked.update(output=output, objects=list(objects), options=options)
 
-    try:
-        objects = export_objects(executable, str(staging))  # in parallel, LLVM's modules
+    try:  # a Relax build's kernels only, its VM written on its own (in the background)
+        objects = export_objects(executable, str(staging), pack_vm=False) if relax else None
+        split_vm = objects is not None
+        if objects is None:
+            objects = export_objects(executable, str(staging))  # in parallel, LLVM's modules
         if objects is not None:
             linked["objects"] = objects
         else:
@@ -124,13 +138,13 @@ def store(
         for obj in linked["objects"]:
             Path(obj).unlink(missing_ok=True)
         copy = _private_copy(staging / name)
-        loaded = load_executable(copy, relax)
+        loaded = with_kernels(executable, copy) if split_vm else load_executable(copy, relax)
     except Exception:  # noqa: BLE001 - no compiler, full disk: the build stays in memory only
         shutil.rmtree(staging, ignore_errors=True)
         return None
     thread = threading.Thread(
-        target=_finish, args=(key, mod, staging, name, build_s), name="mlc-build-cache",
-        daemon=True,
+        target=_finish, args=(key, mod, staging, name, build_s, loaded if split_vm else None),
+        name="mlc-build-cache", daemon=True,
     )  # fmt: skip
     with _lock:
         _pending[:] = [t for t in _pending if t.is_alive()]
@@ -156,14 +170,17 @@ def _private_copy(library: Path) -> str:
     return str(copy)
 
 
-def _finish(key: str, mod: Any, staging: Path, name: str, build_s: float) -> None:
-    """Write the module's text, checksum, rename into place, then keep the folder under its
-    limit."""
+def _finish(key: str, mod: Any, staging: Path, name: str, build_s: float, vm: Any = None) -> None:
+    """Write the module's text and ``vm`` (a Relax build's VM, when its library holds the
+    kernels only), checksum, rename into place, then keep the folder under its limit."""
     try:
         (staging / _MODULE).write_text(save_json(mod))
-        files = {n: _digest(staging / n) for n in (name, _MODULE)}
+        if vm is not None:
+            write_vm(vm, str(staging / _VM))
+        names = (name, _MODULE, _VM) if vm is not None else (name, _MODULE)
+        files = {n: _digest(staging / n) for n in names}
         meta = {"key": key, "library": name, "files": files, "build_s": build_s,
-                "created": time.time()}  # fmt: skip
+                "created": time.time(), "vm": _VM if vm is not None else None}  # fmt: skip
         (staging / _META).write_text(json.dumps(meta))
         _commit(staging, _entry(key))
     except Exception:  # noqa: BLE001 - a full disk: the build stays in memory only

@@ -1,26 +1,22 @@
 """The TVM boundary: the one package that imports TVM and knows TVM 0.27's names.
 
-TVM renamed much of the course's API within a year (``tir`` -> ``tirx`` and ``s_tir``,
-``tvm.nd`` -> ``tvm.runtime.tensor``, ``tvm.build`` -> ``tvm.compile``, string targets -> dicts).
-Every other module asks this package for those names, so the next rename touches one file: one
-per TVM subsystem, as TVM keeps one ``_ffi_api.py`` per subpackage.
+TVM renamed much of the course's API within a year (``tir`` -> ``tirx``, ``s_tir``, ``tvm.nd`` ->
+``tvm.runtime.tensor``, string targets -> dicts). Every other module asks this package for those
+names, so the next rename touches one file: one per TVM subsystem, as TVM has one ``_ffi_api.py``.
 
-- :mod:`.namespaces`: ``tvm``, ``tir``, ``s_tir``, TVMScript's names, IR classes, structural
-  equality, hashing and mapping, IR JSON, globals;
-- :mod:`.tensorir`: TensorIR attributes, node classes, fields and buffer accesses, the
-  analyzer, FLOP estimate;
-- :mod:`.out_of_bounds`: TVM's static out-of-bounds checker, the guards' ops, proof strength;
-- :mod:`.schedule`: schedules, traces, block and loop handles, dlight; :mod:`.tuning`: MetaSchedule;
-- :mod:`.build`: ``tvm.compile``, LLVM's view of the CPU, CUDA, linking;
-- :mod:`.lowering`: TIR lowering pipelines, register tiles kept in registers, bound checks;
-- :mod:`.prefetch`: the lowering pass that prefetches a CPU kernel's next weight panel;
-- :mod:`.runtime`: tensors, thread pools, loading libraries, RPC sessions;
-- :mod:`.relax`: Relax passes, pipelines, expressions, the PyTorch frontends.
+Files: :mod:`.namespaces` (``tvm``, ``tir``, ``s_tir``, TVMScript's names, IR classes, structural
+equality, hashing and mapping, IR JSON, globals), :mod:`.tensorir` (TensorIR attributes, nodes,
+buffer accesses, the analyzer, FLOP estimate), :mod:`.out_of_bounds` (TVM's static checker, the
+guards' ops, proof strength), :mod:`.schedule` (schedules, traces, block and loop handles,
+dlight), :mod:`.tuning` (MetaSchedule), :mod:`.build` (``tvm.compile``, LLVM's view of the CPU,
+CUDA, linking), :mod:`.lowering` (TIR pipelines, register tiles kept in registers, bound
+checks), :mod:`.prefetch` (the pass that prefetches a CPU kernel's next weight panel),
+:mod:`.runtime` (tensors, thread pools, loading libraries and VMs, RPC sessions), :mod:`.relax`
+(Relax passes, pipelines, expressions, the PyTorch frontends).
 
-This file re-exports every public name of those files, as TVM re-exports from its package root,
-so callers write ``from ..tvm_compat import Schedule`` and need not know which file holds it.
-TVM is imported lazily (``%load_ext mlc_jupyter`` imports no TVM). ``tests/tvm_compat/`` holds
-one contract test per file: a TVM upgrade that changes what we rely on fails there first.
+This file re-exports their public names, as TVM does from its root (``from ..tvm_compat import
+Schedule``). TVM is imported lazily (``%load_ext mlc_jupyter`` imports none). ``tests/tvm_compat/``
+has a contract test per file: a TVM upgrade that changes what we rely on fails there first.
 """
 
 from __future__ import annotations
@@ -111,6 +107,8 @@ from .runtime import (
     tensor,
     tensor_type,
     tensor_view,
+    with_kernels,
+    write_vm,
 )
 from .schedule import (
     ANNOTATE_INSTRUCTION,
@@ -296,5 +294,7 @@ __all__ = [
     "vector_bits",
     "version",
     "winograd_matrices",
+    "with_kernels",
     "with_parameters",
+    "write_vm",
 ]

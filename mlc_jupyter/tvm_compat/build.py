@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .namespaces import tvm
+from .runtime import VM_KIND
 
 
 def compile(  # noqa: A001
@@ -91,20 +92,29 @@ def _compile_relax_in_parts(
     return relax.VMExecutable(linked)
 
 
-def export_objects(executable: Any, workspace: str) -> list[str] | None:
+def export_objects(executable: Any, workspace: str, pack_vm: bool = True) -> list[str] | None:
     """The object files of ``executable`` (a CPU build), written to ``workspace`` as
     ``export_library`` writes them before it links, each compiled module's in a thread of its
-    own; ``None`` when one of its modules is not LLVM's (``export_library`` then exports it)."""
+    own; ``None`` when one of its modules is not LLVM's (``export_library`` then exports it).
+
+    ``pack_vm=False`` leaves a Relax build's VM (its bytecode and constants, a model's weights)
+    out of the objects, for :func:`.runtime.write_vm` to write on its own: packing megabytes of
+    weights into an object and linking it cost more than the kernels' objects. ``None`` then
+    also when the VM imports anything but LLVM kernels (only ``export_library`` keeps those)."""
     from tvm.runtime import _ffi_api  # deferred: imports TVM
 
     module = executable.mod
     modules = module._collect_dso_modules()
     if not modules or any(m.kind != "llvm" for m in modules):
         return None
+    if not pack_vm and (
+        module.kind != VM_KIND or any(m.kind != "llvm" or m.imports for m in module.imports)
+    ):
+        return None
     paths = [os.path.join(workspace, f"lib{index}.o") for index in range(len(modules))]
     jobs = list(zip(modules, paths, strict=True))
     last = modules[-1]
-    if module.imports:  # the executable's bytecode and other modules, packed as export_library does
+    if module.imports and pack_vm:  # the VM and other modules, packed as export_library does
         system_lib = bool(last.get_function("__tvm_is_system_module")())
         prefix = str(last.get_function("__tvm_get_system_lib_prefix")() or "")
         triple = str(last.get_function("_get_target_string")())

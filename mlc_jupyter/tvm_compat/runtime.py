@@ -66,11 +66,35 @@ def benchmark_result_type() -> type:
     return BenchmarkResult
 
 
-def load_executable(path: str, relax: bool) -> Any:
-    """A shared library written by ``export_library``, loaded as what ``tvm.compile`` returns."""
+#: The module kind of a Relax build's VM (its bytecode and constants; the kernels are imports).
+VM_KIND = "relax.VMExecutable"
+
+
+def load_executable(path: str, relax: bool, vm: bytes | None = None) -> Any:
+    """A shared library written by ``export_library``, loaded as what ``tvm.compile`` returns;
+    with ``vm`` (what :func:`write_vm` wrote), the library holds a Relax build's kernels only and
+    its VM comes from those bytes."""
     _tvm = tvm()
+    if vm is not None:
+        return with_kernels(_tvm.get_global_func(f"ffi.Module.load_from_bytes.{VM_KIND}")(vm), path)
     module = _tvm.runtime.load_module(path)
     return _tvm.relax.VMExecutable(module) if relax else _tvm.runtime.Executable(module)
+
+
+def write_vm(executable: Any, path: str) -> None:
+    """Write a Relax build's VM, its bytecode and constants without its kernels, to ``path``."""
+    executable.mod.write_to_file(path)
+
+
+def with_kernels(vm: Any, library: str) -> Any:
+    """The Relax build of ``vm`` (an executable or its module) running the kernels of the
+    kernels-only library at path ``library`` instead of those it has (it is changed in place):
+    a fresh build's kernels, compiled in memory, would be compiled again on their first call."""
+    kernels = tvm().runtime.load_module(library)
+    module = getattr(vm, "mod", vm)
+    module.clear_imports()
+    module.import_module(kernels)
+    return tvm().relax.VMExecutable(module)
 
 
 def close_rpc_session(session: Any) -> None:

@@ -248,3 +248,37 @@ def test_a_build_loaded_from_the_cache_runs_from_a_private_copy_that_a_clear_can
         other.kill() if other.poll() is None else None
     assert (other.returncode, out.strip()) == (0, "128.0")
     assert not library.exists()  # the copy left with its process
+
+
+def test_a_models_entry_keeps_its_weights_beside_its_kernels_and_a_damaged_vm_is_rebuilt(cache):
+    """A Relax build's library holds its kernels; its VM (bytecode and weights) is a file of the
+    entry, joined to them on a hit: the fresh build, the hit and the rebuild after damage all
+    give PyTorch's outputs."""
+    import torch
+
+    from mlc_jupyter.compilation import build_module, clear_cache, wait_for_saved_builds
+    from mlc_jupyter.models import import_model
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 8))
+    x = torch.randn(2, 256)
+    expected = model(x).detach().numpy()
+    imported = import_model(model, x)
+    fresh = build_module(imported)
+    np.testing.assert_allclose(fresh(x.numpy()), expected, rtol=1e-5, atol=1e-5)
+    wait_for_saved_builds()
+    (entry,) = entries(cache)
+    vm, library = entry / "vm.bin", next(entry.glob("*.so"))
+    weights = 4 * sum(p.numel() for p in model.parameters())
+    assert vm.stat().st_size > weights > 2 * library.stat().st_size  # in the VM's file only
+    clear_cache(disk=False)  # as after a restart
+    hit = build_module(imported)
+    assert hit.from_disk
+    np.testing.assert_allclose(hit(x.numpy()), expected, rtol=1e-5, atol=1e-5)
+    data = bytearray(vm.read_bytes())
+    data[-4096:] = bytes(4096)  # the last weights zeroed
+    vm.write_bytes(bytes(data))
+    clear_cache(disk=False)
+    rebuilt = build_module(imported)
+    assert not rebuilt.from_disk
+    np.testing.assert_allclose(rebuilt(x.numpy()), expected, rtol=1e-5, atol=1e-5)

@@ -3,6 +3,8 @@ results, and loading a library written by ``export_library``. A failure names wh
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from mlc_jupyter import tvm_compat
@@ -75,3 +77,39 @@ def test_a_relax_builds_kernels_are_timed_by_symbol_with_cold_caches():
     timer = tvm_compat.kernel_timer(library, "double", tvm_compat.tvm().cpu(), 2, cold=True)
     assert len(timer(a, b).results) == 2, "time_evaluator's samples changed"
     np.testing.assert_array_equal(b.numpy(), np.full(64, 2.0, "float32"))
+
+
+def test_a_relax_builds_vm_written_alone_runs_the_kernels_of_a_kernels_only_library(tmp_path):
+    """``write_vm`` writes the bytecode and constants; ``export_objects(pack_vm=False)`` gives the
+    kernels' objects only; ``load_executable(..., vm=bytes)`` and ``with_kernels`` join them."""
+    tvm = tvm_compat.tvm()
+    relax, te = tvm.relax, tvm.te
+    weight = np.arange(16, dtype="float32").reshape(4, 4)
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((4, 4), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            w = relax.const(weight)
+            y = bb.emit_te(lambda a, b: te.compute((4, 4), lambda i, j: a[i, j] + b[i, j]), x, w)
+            out = bb.emit_output(y)
+        bb.emit_func_output(out)
+    target = tvm.target.Target({"kind": "llvm"})
+    data = np.ones((4, 4), "float32")
+
+    def run(executable):
+        vm = relax.VirtualMachine(executable, tvm.cpu())
+        return vm["main"](tvm_compat.tensor(data)).numpy()
+
+    executable = tvm_compat.compile(bb.get(), target)
+    objects = tvm_compat.export_objects(executable, str(tmp_path), pack_vm=False)
+    assert objects is not None and all(not Path(o).name.endswith("devc.o") for o in objects)
+    library = str(tmp_path / "kernels.so")
+    tvm_compat.link_shared(library, objects)
+    tvm_compat.write_vm(executable, str(tmp_path / "vm.bin"))
+    vm_bytes = (tmp_path / "vm.bin").read_bytes()
+    assert weight.tobytes() in vm_bytes, "the VM's file lost its constants"
+    loaded = tvm_compat.load_executable(library, relax=True, vm=vm_bytes)
+    np.testing.assert_array_equal(run(loaded), weight + 1)
+    joined = tvm_compat.with_kernels(executable, library)  # the fresh build, now on the library
+    assert len(joined.mod.imports) == 1  # the library's kernels, none compiled in memory
+    np.testing.assert_array_equal(run(joined), weight + 1)
