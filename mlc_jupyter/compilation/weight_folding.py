@@ -422,16 +422,42 @@ def layout_copy(func: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
             extents.append(int(iv.dom.extent))
         grids = np.indices(extents, dtype=np.int64, sparse=True)
         env = {iv.var: grid for iv, grid in zip(block.iter_vars, grids, strict=True)}
-        src = tuple(_index_value(i, env) for i in load[1])
-        dst = tuple(_index_value(i, env) for i in access[1])
-        try:
-            results[target][dst] = inputs[source][src]
-        except (IndexError, ValueError) as err:
-            raise NotALayoutCopy(f"the copy does not index its buffers: {err}") from None
+        src = _flat_index([_index_value(i, env) for i in load[1]], inputs[source].shape, grids)
+        dst = _flat_index([_index_value(i, env) for i in access[1]], results[target].shape, grids)
+        values = np.ascontiguousarray(inputs[source]).reshape(-1)
+        values = values if src is None else values[src]
+        if dst is None:
+            results[target][...] = values.reshape(results[target].shape)
+        else:
+            results[target].reshape(-1)[dst] = values
         copies += 1
     if copies == 0:
         raise NotALayoutCopy("no block")
     return results
+
+
+def _flat_index(index: list[Any], shape: tuple[int, ...], grids: Any) -> np.ndarray | None:
+    """The flat positions in an array of ``shape`` that ``index`` (one value or NumPy grid per
+    axis) names at each point of the iterators' ``grids``, in their order; ``None`` when it names
+    every element in order (the iterators are the axes).
+
+    One flat index makes a copy one gather or scatter of the elements, several times faster
+    than indexing with a full grid per axis. Raises :class:`NotALayoutCopy` for an index outside
+    the array."""
+    extents = tuple(grid.size for grid in grids)
+    if extents == tuple(shape) and all(i is g for i, g in zip(index, grids, strict=True)):
+        return None
+    if len(index) != len(shape):
+        raise NotALayoutCopy("the copy does not index its buffers: wrong number of indices")
+    flat = np.zeros((), dtype=np.int64)
+    stride = 1
+    for value, dim in zip(reversed(index), reversed(shape), strict=True):
+        value = np.asarray(value, dtype=np.int64)
+        if value.size and (value.min() < 0 or value.max() >= dim):
+            raise NotALayoutCopy("the copy does not index its buffers: an index leaves its axis")
+        flat = flat + value * stride
+        stride *= int(dim)
+    return np.broadcast_to(flat, extents).reshape(-1)
 
 
 def run_packings(mod: Any, is_packing: Callable[[str], bool]) -> Any:

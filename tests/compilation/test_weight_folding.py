@@ -90,6 +90,28 @@ def test_a_kernel_that_computes_is_not_run_as_a_layout_copy():
         layout_copy(te.create_prim_func([a, b]), [np.ones(8, "float32")])
 
 
+def test_a_layout_copy_that_reads_across_its_input_gives_numpys_transpose():
+    from tvm import te
+
+    a = te.placeholder((6, 4, 8), name="A")
+    b = te.compute((4, 8, 6), lambda i, j, k: a[k, i, j], name="B")  # reads a transposed
+    c = te.compute((2, 6, 4, 4), lambda p, i, j, q: a[i, j, p * 4 + q], name="C")  # and split
+    data = np.arange(6 * 4 * 8, dtype="float32").reshape(6, 4, 8)
+    (got,) = layout_copy(te.create_prim_func([a, b]), [data])
+    np.testing.assert_array_equal(got, data.transpose(1, 2, 0))
+    (got,) = layout_copy(te.create_prim_func([a, c]), [data])
+    np.testing.assert_array_equal(got, data.reshape(6, 4, 2, 4).transpose(2, 0, 1, 3))
+
+
+def test_a_copy_whose_index_leaves_its_input_is_not_run_as_a_layout_copy():
+    from tvm import te
+
+    a = te.placeholder((8, 4), name="A")
+    b = te.compute((8, 4), lambda i, j: a[i, j + 1], name="B")  # j + 1 reaches column 4
+    with pytest.raises(NotALayoutCopy, match="leaves its axis"):
+        layout_copy(te.create_prim_func([a, b]), [np.ones((8, 4), "float32")])
+
+
 def test_a_build_holds_its_weights_packed_and_no_packing_kernel():
     model = mobilenet_block()
     x = torch.randn(1, 32, 16, 16)
