@@ -296,15 +296,24 @@ def _inline_epilogue(sch: Any, name: str) -> Any:
     return after[-1]
 
 
-def _in_registers(sch: Any, name: str, at: Any) -> None:
-    """Compute a transform pass (rows or columns) at loop ``at``, unrolled, in registers."""
+def _in_registers(sch: Any, name: str, at: Any, by_row: int) -> None:
+    """Compute a transform pass (rows or columns) at loop ``at``, in registers, with the loop
+    that picks each element's expression (``by_row``: its first or second loop) unrolled
+    (:func:`_unroll_picking_loop`)."""
     block = _block_named(sch, name)
     sch.compute_at(block, at, preserve_unit_loops=True)
     sch.set_scope(block, 0, "local")
     *_, first, second, _tiles, lane = sch.get_loops(block)
-    sch.unroll(first)
-    sch.unroll(second)
+    _unroll_picking_loop(sch, (first, second)[by_row])
     sch.vectorize(lane)
+
+
+def _unroll_picking_loop(sch: Any, loop: Any) -> None:
+    """Unroll the loop of a transform whose index picks each element's expression
+    (:func:`_by_row`), so that the choice folds; the transform's other loop is left to LLVM,
+    which unrolls it too. Unrolled in TIR as well, it made TVM's lowering of a Winograd kernel
+    slower by a quarter and the model no faster (``bench/results/bench_build_time_*``)."""
+    sch.unroll(loop)
 
 
 def schedule_winograd(sch: Any, lanes: int, decisions: Decisions | None = None) -> None:
@@ -351,8 +360,8 @@ def schedule_winograd(sch: Any, lanes: int, decisions: Decisions | None = None) 
     sch.unroll(yi)
     sch.unroll(xi)
     sch.vectorize(lane)
-    _in_registers(sch, OUTPUT, tile_loop)
-    _in_registers(sch, OUTPUT_ROWS, tile_loop)
+    _in_registers(sch, OUTPUT, tile_loop, by_row=1)
+    _in_registers(sch, OUTPUT_ROWS, tile_loop, by_row=0)
     # 2. the block's matrix products: the micro-kernel
     product = _block_named(sch, PRODUCT)
     sch.compute_at(product, job, preserve_unit_loops=True)
@@ -385,10 +394,9 @@ def schedule_winograd(sch: Any, lanes: int, decisions: Decisions | None = None) 
     co, cl = sch.split(c, [None, lanes])
     sch.reorder(p, co, xi, nu, cl)
     input_tile = sch.fuse(p, co)
-    sch.unroll(xi)
-    sch.unroll(nu)
+    _unroll_picking_loop(sch, nu)
     sch.vectorize(cl)
-    _in_registers(sch, INPUT_ROWS, input_tile)
+    _in_registers(sch, INPUT_ROWS, input_tile, by_row=0)
     if padded:
         sch.reverse_compute_at(last, job, preserve_unit_loops=True)
         _, lane = sch.split(sch.get_loops(last)[-1], [None, lanes])
