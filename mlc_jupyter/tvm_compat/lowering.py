@@ -22,10 +22,12 @@ def register_tir_pipeline(
     name: str,
     extra_passes: Callable[[], list[Any]],
     first_passes: Callable[[], list[Any]] = list,
+    tir_cse: bool = True,
 ) -> None:
     """Register the TIR pipeline ``name``: the passes ``first_passes()`` returns (on the scheduled
-    TensorIR), TVM's default lowering, then the passes ``extra_passes()`` returns (both called each
-    time a build asks for the pipeline)."""
+    TensorIR), TVM's default lowering (without its common-subexpression elimination when
+    ``tir_cse`` is false: :func:`_without_tir_cse`), then the passes ``extra_passes()`` returns
+    (both called each time a build asks for the pipeline)."""
     _tvm = tvm()
     from tvm.tirx import compilation_pipeline
 
@@ -33,10 +35,36 @@ def register_tir_pipeline(
         lower, finalize_host, finalize_device = compilation_pipeline.get_tir_pipeline(
             _DEFAULT_TIR_PIPELINE
         )
-        passes = [*first_passes(), lower, *extra_passes()]
+        passes = [*first_passes(), lower if tir_cse else _without_tir_cse(lower), *extra_passes()]
         return _tvm.transform.Sequential(passes), finalize_host, finalize_device
 
     compilation_pipeline.register_tir_pipeline(name, factory)
+
+
+#: The PassContext option that leaves common-subexpression elimination out of TVM's lowering.
+_DISABLE_TIR_CSE_OPTION = "tirx.disable_cse_tir"
+
+
+def _without_tir_cse(lower: Any) -> Any:
+    """A pass: ``lower`` (TVM's TIR lowering) without its common-subexpression elimination, in
+    the caller's PassContext otherwise. LLVM removes the same subexpressions (they hold no loads
+    and no calls); on a model's unrolled kernels TVM's pass was the slowest step of the lowering
+    (``bench/results/bench_build_time_models_*``)."""
+    _tvm = tvm()
+
+    @_tvm.transform.module_pass(opt_level=0, name="mlc.LowerWithoutTirCSE")
+    def run(mod: Any, ctx: Any) -> Any:
+        config = {str(key): value for key, value in ctx.config.items()}
+        config[_DISABLE_TIR_CSE_OPTION] = True
+        with _tvm.transform.PassContext(
+            opt_level=ctx.opt_level,
+            required_pass=list(ctx.required_pass),
+            disabled_pass=list(ctx.disabled_pass),
+            config=config,
+        ):
+            return lower(mod)
+
+    return run
 
 
 #: The largest ``local`` buffer :func:`locals_on_stack` keeps on a kernel's stack: a register
@@ -81,11 +109,15 @@ def locals_on_stack() -> Any:
 
 @functools.cache
 def register_tiles_pipeline() -> str:
-    """The name of TVM's default TIR lowering followed by :func:`locals_on_stack` (a CPU
-    kernel's register tile stays in registers), after :func:`.prefetch.prefetch_next_panels`
-    (a kernel's streamed weight panels prefetched where its schedule asks)."""
+    """The name of TVM's default TIR lowering, without its common-subexpression elimination
+    (LLVM's does it), followed by :func:`locals_on_stack` (a CPU kernel's register tile stays in
+    registers), after :func:`.prefetch.prefetch_next_panels` (a kernel's streamed weight panels
+    prefetched where its schedule asks)."""
     register_tir_pipeline(
-        _REGISTER_TILES_PIPELINE, lambda: [locals_on_stack()], lambda: [prefetch_next_panels()]
+        _REGISTER_TILES_PIPELINE,
+        lambda: [locals_on_stack()],
+        lambda: [prefetch_next_panels()],
+        tir_cse=False,
     )
     return _REGISTER_TILES_PIPELINE
 

@@ -81,3 +81,22 @@ def test_the_register_tiles_pipeline_keeps_a_small_local_buffer_off_the_heap():
     # a buffer larger than STACK_LOCAL_BYTES keeps its workspace (a thread's stack is finite)
     large = tvm_compat.lowering.STACK_LOCAL_BYTES // 4 + 1
     assert _workspace_calls(tvm_compat.compile(through_local_buffer(large), "llvm", pipeline))
+
+
+def test_the_register_tiles_pipeline_lowers_without_tvms_cse_and_computes_the_same():
+    # TVM 0.27's option for it; a renamed option fails every build loudly (PassContext refuses it)
+    configs = tvm_compat.tvm().transform.PassContext.list_configs()
+    assert tvm_compat.lowering._DISABLE_TIR_CSE_OPTION in configs, "TVM renamed disable_cse_tir"
+    te = tvm_compat.tvm().te
+    a = te.placeholder((64, 64), name="A")
+    row = lambda i, j: (i * 7 + j) % 64  # noqa: E731 - a subexpression both loads share
+    b = te.compute((64, 64), lambda i, j: a[row(i, j), j] + a[row(i, j), (j + 1) % 64], name="B")
+    func = te.create_prim_func([a, b]).with_attr("global_symbol", "main")
+    built = tvm_compat.compile(func, "llvm", tvm_compat.register_tiles_pipeline())
+    x = np.arange(64 * 64, dtype="float32").reshape(64, 64)
+    out = tvm_compat.empty((64, 64))
+    built["main"](tvm_compat.tensor(x), out)
+    i, j = np.indices((64, 64))
+    np.testing.assert_array_equal(
+        out.numpy(), x[(i * 7 + j) % 64, j] + x[(i * 7 + j) % 64, (j + 1) % 64]
+    )
