@@ -2,7 +2,7 @@
 
 TVM renamed much of the course's API within a year (``tir`` -> ``tirx``, ``s_tir``, ``tvm.nd`` ->
 ``tvm.runtime.tensor``, string targets -> dicts). Every other module asks this package for those
-names, so the next rename touches one file: one per TVM subsystem, as TVM has one ``_ffi_api.py``.
+names, so the next rename touches one file (a file per TVM subsystem, as TVM has an _ffi_api each).
 
 Files: :mod:`.namespaces` (``tvm``, ``tir``, ``s_tir``, TVMScript's names, IR classes, structural
 equality, hashing and mapping, IR JSON, globals), :mod:`.tensorir` (TensorIR attributes, nodes,
