@@ -137,6 +137,54 @@ def test_two_kernels_writing_the_same_build_at_once_leave_one_whole_entry(tmp_pa
     assert third.stdout.split() == ["True", "128.0"]
 
 
+def test_two_kernels_writing_the_same_models_build_at_once_leave_one_whole_entry(tmp_path):
+    """A model's entry is a library and its VM file (``vm.bin``): two kernels that store the same
+    model at once leave one entry with both, and a third kernel loads it and gets PyTorch's
+    outputs."""
+    script = textwrap.dedent(
+        """
+        import sys, time
+        import numpy as np
+        import torch
+        from mlc_jupyter.compilation import build_module, wait_for_saved_builds
+        from mlc_jupyter.models import import_model
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(
+            torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 8)
+        )
+        x = torch.randn(2, 256)
+        imported = import_model(model, x)
+        while time.time() < float(sys.argv[1]):
+            time.sleep(0.001)
+        built = build_module(imported, force=len(sys.argv) > 2)
+        wait_for_saved_builds()
+        error = np.abs(built(x.numpy()) - model(x).detach().numpy()).max()
+        print(built.from_disk, bool(error < 1e-4))
+        """
+    )
+    env = {**os.environ, "MLC_JUPYTER_CACHE": str(tmp_path), "PYTHONPATH": str(REPO)}
+    import time
+
+    start = str(time.time() + 12)  # both wait until then, after importing TVM and the model
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, start, "force"], env=env, stdout=subprocess.PIPE
+        )
+        for _ in range(2)
+    ]
+    outputs = [run.communicate(timeout=300)[0].decode().split() for run in runs]
+    assert all(run.returncode == 0 for run in runs)
+    assert outputs == [["False", "True"], ["False", "True"]]
+    builds = tmp_path / "builds"
+    (entry,) = entries(builds)
+    assert not list(builds.glob(".staging-*"))
+    assert (entry / "vm.bin").is_file() and list(entry.glob("*.so"))
+    third = subprocess.run(
+        [sys.executable, "-c", script, "0"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert third.stdout.split() == ["True", "True"]
+
+
 def test_an_entry_evicted_by_another_kernel_right_after_it_loads_is_still_a_hit(cache, monkeypatch):
     from mlc_jupyter.compilation import build_module, clear_cache, disk_cache
     from mlc_jupyter.compilation import wait_for_saved_builds as flush

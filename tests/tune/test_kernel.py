@@ -288,7 +288,7 @@ def test_a_kernel_with_a_scalar_bound_to_a_value_is_tuned_for_that_value(tmp_pat
     from mlc_jupyter.compilation import build_module
     from mlc_jupyter.tune import tune
 
-    result = tune(parse_tir(SCALE_BY_N), "llvm", trials=8, per_iter=8, work_dir=tmp_path,
+    result = tune(parse_tir(SCALE_BY_N), "llvm", trials=8, per_iter=8, work_dir=tmp_path, seed=0,
                   bind={"n": 3})  # fmt: skip
     assert result.n_records == 8 and result.notes == (
         "tuned for n = 3; the tuned kernel has this value written in and no longer takes n",
@@ -330,7 +330,7 @@ def test_a_float_scalar_bound_to_a_value_stays_a_parameter_of_the_tuned_kernel(t
     from mlc_jupyter.compilation import build_module
     from mlc_jupyter.tune import tune
 
-    result = tune(parse_tir(SCALED_MATMUL), "llvm", trials=8, per_iter=8, work_dir=tmp_path,
+    result = tune(parse_tir(SCALED_MATMUL), "llvm", trials=8, per_iter=8, work_dir=tmp_path, seed=0,
                   bind={"alpha": 2})  # fmt: skip
     assert result.kept == "tuned" and result.notes == (
         "tuned for alpha = 2.0; the tuned kernel still takes alpha (the schedule found replays "
@@ -352,7 +352,7 @@ def test_a_kernel_no_candidate_beats_is_kept_as_written(tmp_path):
     from mlc_jupyter.tune import tune
     from mlc_jupyter.tvm_compat import structural_equal
 
-    result = tune(parse_tir(AXPY), "llvm", trials=8, per_iter=8, work_dir=tmp_path,
+    result = tune(parse_tir(AXPY), "llvm", trials=8, per_iter=8, work_dir=tmp_path, seed=0,
                   bind={"alpha": 2})  # fmt: skip
     assert result.kept == "as written" and result.speedup == 1.0
     assert result.best_candidate_s > result.best_latency_s  # timed in turns, then kept
