@@ -16,7 +16,8 @@ TensorIR's primitives (the GotoBLAS micro-kernel, applied to a convolution):
   columns, input channels) run around it, the innermost split so that it can be unrolled;
 * the tiles run in parallel, channel blocks outermost (each core keeps its part of the weight),
   then rows and blocks of pixels (the tuning space also tries pixels outermost, :data:`ORDERS`);
-  a kernel that reduces over a window only (depthwise, pooling) has little weight to keep and
+  the jobs of a channel block share out the prefetch of the next block's weight, which comes
+  from memory at every model call (:func:`prefetch_weight`); a kernel that reduces over a window only (depthwise, pooling) has little weight to keep and
   takes pixels outermost (:func:`default_order`), and a depthwise kernel's columns are unrolled
   beside the tile, so that neighbouring pixels share the input columns they overlap on;
 * the elementwise operators fused after the reduction (batch norm for inference, bias, ReLU, the
@@ -42,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..tvm_compat import (
+    PREFETCH_ANNOTATION,
     buffer_load,
     get_block,
     llvm_system_triple,
@@ -51,6 +53,7 @@ from ..tvm_compat import (
     vector_bits,
 )
 from .targets import is_cpu
+from .tir_walk import ir_nodes
 
 #: The widest channel block, in vector registers.
 MAX_VECTORS = 4
@@ -374,6 +377,9 @@ def schedule_window(
     sch.vectorize(fl)
     first_reduction = red[0] if len(red) > 1 else ro
     init = sch.decompose_reduction(window.block, first_reduction)
+    if order == "channels" and not window_only and len(red) == 3:
+        # the rows of a channel block share out the prefetch of the next block's weight
+        prefetch_weight(sch, window.block, ro, list(range(1, len(window.spatial) - 1)))
     sch.vectorize(sch.get_loops(init)[-1])
     _, lane = sch.split(sch.get_loops(write)[-1], [None, lanes])
     sch.vectorize(lane)
@@ -382,6 +388,27 @@ def schedule_window(
             sch.compute_inline(block)  # the padding's bounds checks go into the tile's loads
         else:
             _parallel_vectorised(sch, block, lanes)
+
+
+def prefetch_weight(sch: Any, block: Any, loop: Any, picks: list[int]) -> None:
+    """Annotate ``loop`` to prefetch the next panel of ``block``'s weight: the read that none of
+    the block's iteration variables at positions ``picks`` (the pixels, or the tiles, of the
+    output) index. As the matrix product's micro-kernel does
+    (:mod:`~mlc_jupyter.tvm_compat.prefetch`): a batch-1 model reads each weight from memory at
+    every call, and its panels arrive while the loops over the current one compute."""
+    stmt = sch.get(block)
+    picking = [stmt.iter_vars[n].var for n in picks]
+    weight = [
+        n
+        for n, region in enumerate(stmt.reads)
+        if not any(_uses(r.min, picking) for r in region.region)
+    ]
+    if len(weight) == 1:
+        sch.annotate(loop, PREFETCH_ANNOTATION, weight[0])
+
+
+def _uses(expr: Any, variables: list[Any]) -> bool:
+    return any(any(node.same_as(v) for v in variables) for node, _ in ir_nodes(expr))
 
 
 def default_order(sch: Any, window: Window) -> str:

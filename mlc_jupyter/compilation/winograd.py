@@ -12,8 +12,9 @@ filtering F(m x m, 3 x 3) (Lavin & Gray, 2015) computes an ``m x m`` tile of out
 3. ``a^2`` independent matrix products ``M[xi, nu] = V[xi, nu] @ U[xi, nu]`` (tiles x C times
    C x K): almost all of the arithmetic, scheduled as the matmul micro-kernel is (a tile of ``mr``
    rows x ``nv`` vectors of output channels in registers, the transformed weight packed in panels
-   by ``RewriteLayout``); each row of tiles is padded to a whole number of register tiles (a
-   prime count, 13, would leave a one-tile one), the padded tiles computed and left out;
+   by ``RewriteLayout``, its next slice prefetched as the tiles' loops run); each row of tiles is
+   padded to a whole number of register tiles (a prime count, 13, would leave a one-tile one),
+   the padded tiles computed and left out;
 4. each output tile transformed back, ``Y = A^T M A``, and written with the convolution's
    epilogue (bias, ReLU, a residual add) fused in.
 
@@ -50,7 +51,7 @@ from ..tvm_compat import (
     tvm,
     winograd_matrices,
 )
-from .conv_schedule import fits_registers
+from .conv_schedule import fits_registers, prefetch_weight
 from .matmul_schedule import rule_k_unroll
 from .tir_walk import blocks
 
@@ -384,6 +385,7 @@ def schedule_winograd(sch: Any, lanes: int, decisions: Decisions | None = None) 
     sch.unroll(kv)
     sch.vectorize(kl)
     init = sch.decompose_reduction(product, ro)
+    prefetch_weight(sch, product, ro, [2])  # U's next slice, as the tiles' loops run
     sch.vectorize(sch.get_loops(init)[-1])
     _, lane = sch.split(sch.get_loops(write)[-1], [None, lanes])
     sch.vectorize(lane)

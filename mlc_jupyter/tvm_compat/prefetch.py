@@ -121,13 +121,15 @@ def _plan(loop: Any, outer: list[Any]) -> list[Any]:
     load = next((idx for buf, idx in _loads(block.body) if buf.same_as(weight)), None)
     if load is None:
         return []
-    binding = [
-        (iv.var, value) for iv, value in zip(block.iter_vars, realize.iter_values, strict=True)
-    ]
+    bound = list(zip(block.iter_vars, realize.iter_values, strict=True))
+    binding = [(iv.var, value) for iv, value in bound]
     indices = [_substitute(i, binding) for i in load]
     in_index = _vars(indices)
     within = outer[outer.index(job) + 1 :]
-    panel_loops = [lp for lp in within if _has(lp.loop_var, in_index)]
+    picking = _vars([v for iv, v in bound if int(iv.iter_type) == nodes.IterVar.DataPar])
+    panel_loops = [
+        lp for lp in within if _has(lp.loop_var, in_index) and _has(lp.loop_var, picking)
+    ]
     plan = _next_panel(job, panel_loops, indices)
     if plan is None:
         return []

@@ -5,6 +5,7 @@ Winograd where it gains (the large layers) and the direct convolution elsewhere.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -18,10 +19,12 @@ from mlc_jupyter.models import import_model
 from mlc_jupyter.tvm_compat import (
     Schedule,
     ir_module_type,
+    param_buffers,
     prim_func_type,
     tvm,
     winograd_matrices,
 )
+from mlc_jupyter.tvm_compat.prefetch import prefetch_next_panels
 
 #: ResNet-18's 3x3 stride-1 convolutions: (output size, channels).
 RESNET18_SHAPES = ((56, 64), (28, 128), (14, 256), (7, 512))
@@ -103,6 +106,25 @@ def test_the_default_build_takes_winograd_for_the_large_layers_only(layers, unpr
     assert tiles == [2, 4, 4]
     got = np.asarray(built(x.numpy()))
     assert np.abs(got - expected).max() <= 1e-4 * np.abs(expected).max()
+
+
+def test_each_convolution_prefetches_the_next_panel_of_its_weight_and_nothing_else(
+    layers, unprepared
+):
+    """A batch-1 model reads its weights from memory at every call: each convolution of the
+    default build, direct or Winograd, reads its weight's next panel ahead as it computes."""
+    _, _, imported = layers
+    built = build_module(imported, persist=False)
+    convs = {
+        gv.name_hint: f
+        for gv, f in built.mod.functions_items()
+        if isinstance(f, prim_func_type()) and "conv2d" in gv.name_hint
+    }
+    assert len(convs) == 2 * len(RESNET18_SHAPES) - 1
+    for name, func in convs.items():
+        text = prefetch_next_panels()(tvm().IRModule({"main": func}))["main"].script()
+        weight = str(param_buffers(func)[1].name)  # after the data: the packed weight
+        assert set(re.findall(r"T\.prefetch\(T\.address_of\((\w+)\[", text)) == {weight}, name
 
 
 @pytest.mark.parametrize("m", [2, 4])

@@ -17,7 +17,9 @@ def _panel_product(jobs: str, read=-1):
     """``out = a @ w`` (``a`` ROWS x DEPTH, ``w`` DEPTH x PANELS*LANES), its parallel jobs one
     row by one panel of ``w`` each (``"panel"``), one row by all of ``w`` panel after panel
     (``"row"``) or one row by all of ``w`` at once (``"row, all panels at once"``), the
-    reduction annotated."""
+    reduction annotated (``"panel, reduction in two loops"``: a job of ``"panel"`` whose reduction
+    runs in two loops, the inner one annotated, as a convolution's kernel rows and input channels
+    do)."""
     tvm = tvm_compat.tvm()
     te = tvm.te
     a = te.placeholder((ROWS, DEPTH), name="a")
@@ -29,7 +31,11 @@ def _panel_product(jobs: str, read=-1):
     i, j, k = sch.get_loops(block)
     panel, lane = sch.split(j, [PANELS, LANES])
     outer, inner = sch.split(k, [None, 4])
-    if jobs == "panel":
+    if jobs == "panel, reduction in two loops":
+        first, outer = sch.split(outer, [2, None])
+        sch.reorder(panel, i, first, outer, inner, lane)
+        sch.parallel(sch.fuse(panel, i))
+    elif jobs == "panel":
         sch.reorder(panel, i, outer, inner, lane)
         sch.parallel(sch.fuse(panel, i))
     elif jobs == "row":
@@ -65,6 +71,16 @@ def test_the_jobs_of_a_panel_prefetch_the_next_panel_row_by_row_and_compute_the_
     job = f"T.min(j_0_i_fused + {ROWS}, {PANELS * ROWS - 1}) // {ROWS} * {LANES}"
     row = f"T.min(j_0_i_fused % {ROWS} * {DEPTH // ROWS} + k_0, {DEPTH - 1})"
     assert f"w[{row} % {DEPTH}, {job}]" in text, text
+    _assert_computes_the_product(mod)
+
+
+def test_a_reduction_loop_above_the_annotated_one_is_no_panel_of_its_own():
+    # the job reads its panel over both loops of the reduction: the jobs of the panel still
+    # share out the next jobs' panel, spread over the iterations of both loops
+    mod = _panel_product("panel, reduction in two loops")
+    text = prefetch_next_panels()(mod)["main"].script()
+    assert text.count("T.prefetch") == 1, text
+    assert f"T.min(j_0_i_fused + {ROWS}, {PANELS * ROWS - 1}) // {ROWS} * {LANES}" in text, text
     _assert_computes_the_product(mod)
 
 

@@ -32,9 +32,9 @@ METASCHEDULE_SPACE = "post-order-apply"
 #: The work-dir key of the matmul space; a new structure of the space gets a new key.
 MATMUL_SPACE_KEY = "matmul-blis-2"
 #: The work-dir key of the direct-convolution space.
-CONV_SPACE_KEY = "conv-direct-1"
+CONV_SPACE_KEY = "conv-direct-2"
 #: The work-dir key of the convolution space's Winograd kernels.
-WINOGRAD_SPACE_KEY = "conv-winograd-2"
+WINOGRAD_SPACE_KEY = "conv-winograd-3"
 #: The work-dir key of MetaSchedule's tensor-core space.
 TENSOR_CORE_SPACE_KEY = "cuda-tensorcore-1"
 #: MetaSchedule's name of its CUDA tensor-core rules, postprocessors and mutators.
