@@ -1,15 +1,16 @@
-"""Bench: a model's matrix products with and without the prefetch of the next weight panel.
+"""Bench: a model's kernels with and without the prefetch of the next weight panel.
 
-The evidence behind ``tvm_compat/prefetch.py`` and the annotation
+The evidence behind ``tvm_compat/prefetch.py`` and the annotation that
 ``compilation/matmul_schedule.py`` puts on the reduction of a product whose ``B`` is a weight
-(MobileNet's 1x1 convolutions, a transformer's linear layers): each kernel of the model's
+(MobileNet's 1x1 convolutions, a transformer's linear layers), and ``conv_schedule.prefetch_weight``
+on a direct convolution's and a Winograd product's (ResNet-18's): each kernel of the model's
 default build that the annotation reaches is compiled twice, by the CPU lowering (the pass
 first) and by the same lowering without the pass, and timed in turns by TVM's timer, its
 arguments flushed from the caches before each call (cold: the weight arrives from memory, as it
 does once per model call when the model's weights do not fit in the cache) and not (warm).
 Then the whole model, built with each lowering, timed in turns.
 
-    python bench/bench_weight_prefetch.py [--model mobilenet] [--rounds 7]
+    python bench/bench_weight_prefetch.py [--model mobilenet|encoder|resnet18] [--rounds 7]
 """
 
 from __future__ import annotations
@@ -26,14 +27,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # model_
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="mobilenet", choices=("mobilenet", "encoder"))
+    parser.add_argument(
+        "--model", default="mobilenet", choices=("mobilenet", "encoder", "resnet18")
+    )
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--repeat", type=int, default=5, help="TVM timer samples per round")
     args = parser.parse_args()
 
     import numpy as np
     import torch
-    from model_support import encoder_layer, mobilenet_v1
+    from model_support import encoder_layer, mobilenet_v1, resnet18
 
     from mlc_jupyter.compilation import build_module, cached_build, clear_cache, device_for
     from mlc_jupyter.compilation.call import prepare, relax_vm, to_device
@@ -55,11 +58,12 @@ def main() -> None:
     from mlc_jupyter.tvm_compat.lowering import locals_on_stack
 
     without = "bench_without_prefetch"
-    register_tir_pipeline(without, lambda: [locals_on_stack()])
+    register_tir_pipeline(without, lambda: [locals_on_stack()], tir_cse=False)
     pipelines = {"prefetch": register_tiles_pipeline(), "none": without}
     torch.manual_seed(0)
-    if args.model == "mobilenet":
-        model, x = mobilenet_v1(), torch.randn(1, 3, 224, 224)
+    if args.model in ("mobilenet", "resnet18"):
+        model = mobilenet_v1() if args.model == "mobilenet" else resnet18()
+        x = torch.randn(1, 3, 224, 224)
     else:
         model, x = encoder_layer().eval(), torch.randn(1, 128, 256)
     imported = import_model(model, x)
