@@ -39,14 +39,17 @@ This module imports TVM at import time; import it lazily.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from ..tvm_compat import (
     PREFETCH_ANNOTATION,
     buffer_load,
+    element_bytes,
     get_block,
     llvm_system_triple,
+    region_buffer,
     tir,
     tvm,
     var_dtype,
@@ -63,6 +66,10 @@ MAX_ROWS = 16
 MAX_UNROLL = 4
 #: The widest depthwise window whose kernel columns are unrolled beside the tile.
 MAX_WINDOW_COLUMNS = 7
+#: The weight size above which a convolution prefetches its weight's next panel
+#: (:func:`prefetch_weight`): a smaller one stays in the caches between calls, and its kernels
+#: ran no faster with the prefetches (``bench/results/bench_weight_prefetch_*``).
+PREFETCH_FROM_BYTES = 2**20
 
 
 class NotWindow(Exception):  # noqa: N818 - a verdict, not an error
@@ -393,9 +400,10 @@ def schedule_window(
 def prefetch_weight(sch: Any, block: Any, loop: Any, picks: list[int]) -> None:
     """Annotate ``loop`` to prefetch the next panel of ``block``'s weight: the read that none of
     the block's iteration variables at positions ``picks`` (the pixels, or the tiles, of the
-    output) index. As the matrix product's micro-kernel does
-    (:mod:`~mlc_jupyter.tvm_compat.prefetch`): a batch-1 model reads each weight from memory at
-    every call, and its panels arrive while the loops over the current one compute."""
+    output) index, where it has more than :data:`PREFETCH_FROM_BYTES`. As the matrix product's
+    micro-kernel does (:mod:`~mlc_jupyter.tvm_compat.prefetch`): a batch-1 model reads a large
+    weight from memory at every call, and its panels arrive while the loops over the current one
+    compute."""
     stmt = sch.get(block)
     picking = [stmt.iter_vars[n].var for n in picks]
     weight = [
@@ -403,8 +411,12 @@ def prefetch_weight(sch: Any, block: Any, loop: Any, picks: list[int]) -> None:
         for n, region in enumerate(stmt.reads)
         if not any(_uses(r.min, picking) for r in region.region)
     ]
-    if len(weight) == 1:
+    if len(weight) == 1 and _bytes(region_buffer(stmt.reads[weight[0]])) > PREFETCH_FROM_BYTES:
         sch.annotate(loop, PREFETCH_ANNOTATION, weight[0])
+
+
+def _bytes(buffer: Any) -> int:
+    return math.prod(int(d) for d in buffer.shape) * element_bytes(buffer.dtype)
 
 
 def _uses(expr: Any, variables: list[Any]) -> bool:
