@@ -116,11 +116,22 @@ def test_two_kernels_writing_the_same_build_at_once_leave_one_whole_entry(tmp_pa
         print(built.from_disk, float(built.mm_relu(a, a)[3, 4]))
         """
     )
-    env = {**os.environ, "MLC_JUPYTER_CACHE": str(tmp_path), "PYTHONPATH": str(REPO)}
+    outputs, third = _two_writers_then_a_reader(script, tmp_path, 8)
+    assert outputs == [["False", "128.0"], ["False", "128.0"]]
+    builds = tmp_path / "builds"
+    assert len(entries(builds)) == 1 and not list(builds.glob(".staging-*"))
+    assert third == ["True", "128.0"]
+
+
+def _two_writers_then_a_reader(script: str, cache: Path, wait_s: float):
+    """Run ``script`` in two processes that build at the same moment, ``wait_s`` from now (after
+    their imports), both as with ``--force``, so both write the same entry to the ``cache``
+    folder; then in a third, which loads it. Their printed words: ``([first, second], third)``."""
     import time
 
-    start = str(time.time() + 8)  # both wait until then, after importing TVM
-    runs = [  # both build (as with --force) and write the same entry
+    env = {**os.environ, "MLC_JUPYTER_CACHE": str(cache), "PYTHONPATH": str(REPO)}
+    start = str(time.time() + wait_s)
+    runs = [
         subprocess.Popen(
             [sys.executable, "-c", script, start, "force"], env=env, stdout=subprocess.PIPE
         )
@@ -128,13 +139,10 @@ def test_two_kernels_writing_the_same_build_at_once_leave_one_whole_entry(tmp_pa
     ]
     outputs = [run.communicate(timeout=300)[0].decode().split() for run in runs]
     assert all(run.returncode == 0 for run in runs)
-    assert outputs == [["False", "128.0"], ["False", "128.0"]]
-    builds = tmp_path / "builds"
-    assert len(entries(builds)) == 1 and not list(builds.glob(".staging-*"))
     third = subprocess.run(
         [sys.executable, "-c", script, "0"], env=env, capture_output=True, text=True, timeout=300
     )
-    assert third.stdout.split() == ["True", "128.0"]
+    return outputs, third.stdout.split()
 
 
 def test_two_kernels_writing_the_same_models_build_at_once_leave_one_whole_entry(tmp_path):
@@ -162,27 +170,13 @@ def test_two_kernels_writing_the_same_models_build_at_once_leave_one_whole_entry
         print(built.from_disk, bool(error < 1e-4))
         """
     )
-    env = {**os.environ, "MLC_JUPYTER_CACHE": str(tmp_path), "PYTHONPATH": str(REPO)}
-    import time
-
-    start = str(time.time() + 12)  # both wait until then, after importing TVM and the model
-    runs = [
-        subprocess.Popen(
-            [sys.executable, "-c", script, start, "force"], env=env, stdout=subprocess.PIPE
-        )
-        for _ in range(2)
-    ]
-    outputs = [run.communicate(timeout=300)[0].decode().split() for run in runs]
-    assert all(run.returncode == 0 for run in runs)
+    outputs, third = _two_writers_then_a_reader(script, tmp_path, 12)  # after importing torch
     assert outputs == [["False", "True"], ["False", "True"]]
     builds = tmp_path / "builds"
     (entry,) = entries(builds)
     assert not list(builds.glob(".staging-*"))
     assert (entry / "vm.bin").is_file() and list(entry.glob("*.so"))
-    third = subprocess.run(
-        [sys.executable, "-c", script, "0"], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert third.stdout.split() == ["True", "True"]
+    assert third == ["True", "True"]
 
 
 def test_an_entry_evicted_by_another_kernel_right_after_it_loads_is_still_a_hit(cache, monkeypatch):

@@ -6,6 +6,7 @@ changed."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from mlc_jupyter import tvm_compat
 from mlc_jupyter.tvm_compat.prefetch import prefetch_next_panels
@@ -61,26 +62,20 @@ def _assert_computes_the_product(mod):
     np.testing.assert_allclose(out.numpy(), a @ w, rtol=1e-5, atol=1e-5)
 
 
-def test_the_jobs_of_a_panel_prefetch_the_next_panel_row_by_row_and_compute_the_same():
-    mod = _panel_product("panel")
+@pytest.mark.parametrize("jobs", ["panel", "panel, reduction in two loops"])
+def test_the_jobs_of_a_panel_prefetch_the_next_panel_row_by_row_and_compute_the_same(jobs):
+    mod = _panel_product(jobs)
     text = prefetch_next_panels()(mod)["main"].script()
     # each iteration of the annotated loop: one row (one vector, one cache line) of the panel
     # that the job ROWS jobs later reads (clamped to the last job); the ROWS jobs of a panel
-    # take DEPTH / ROWS of its rows each, one per iteration
+    # take DEPTH / ROWS of its rows each, one per iteration. A reduction loop above the
+    # annotated one is no panel of its own: the rows spread over the iterations of both.
     assert text.count("T.prefetch") == 1, text
     job = f"T.min(j_0_i_fused + {ROWS}, {PANELS * ROWS - 1}) // {ROWS} * {LANES}"
-    row = f"T.min(j_0_i_fused % {ROWS} * {DEPTH // ROWS} + k_0, {DEPTH - 1})"
-    assert f"w[{row} % {DEPTH}, {job}]" in text, text
-    _assert_computes_the_product(mod)
-
-
-def test_a_reduction_loop_above_the_annotated_one_is_no_panel_of_its_own():
-    # the job reads its panel over both loops of the reduction: the jobs of the panel still
-    # share out the next jobs' panel, spread over the iterations of both loops
-    mod = _panel_product("panel, reduction in two loops")
-    text = prefetch_next_panels()(mod)["main"].script()
-    assert text.count("T.prefetch") == 1, text
-    assert f"T.min(j_0_i_fused + {ROWS}, {PANELS * ROWS - 1}) // {ROWS} * {LANES}" in text, text
+    assert job in text, text
+    if jobs == "panel":
+        row = f"T.min(j_0_i_fused % {ROWS} * {DEPTH // ROWS} + k_0, {DEPTH - 1})"
+        assert f"w[{row} % {DEPTH}, {job}]" in text, text
     _assert_computes_the_product(mod)
 
 
