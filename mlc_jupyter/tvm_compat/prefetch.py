@@ -101,10 +101,11 @@ def _plan(loop: Any, outer: list[Any]) -> list[Any]:
     """The prefetches that start each iteration of annotated ``loop`` (under ``outer``), or none
     where the loop nest is not the one the annotation describes.
 
-    The *panel* is what one iteration of the innermost loop above ``loop`` that indexes the
-    weight reads (within the job), or what a job reads where no such loop exists. The next panel
-    (:func:`_next_panel`) is spread evenly, vector by vector in the order the kernel reads them,
-    over the iterations from the panel's loop down to ``loop``."""
+    The *panel* is what one iteration of the innermost loop above ``loop`` (within the job) that
+    indexes the weight and picks outputs reads, or what a job reads where no such loop exists: a
+    loop of the reduction above ``loop`` (a convolution's kernel rows) reads the same panel on.
+    The next panel (:func:`_next_panel`) is spread evenly, vector by vector in the order the
+    kernel reads them, over the iterations from the panel's loop down to ``loop``."""
     nodes = tir()
     read = loop.annotations[PREFETCH_ANNOTATION]  # negative: from the last
     read = int(read) if isinstance(read, int | nodes.IntImm) else None
