@@ -18,8 +18,9 @@ TensorIR's primitives (the GotoBLAS micro-kernel, applied to a convolution):
   then rows and blocks of pixels (the tuning space also tries pixels outermost, :data:`ORDERS`);
   the jobs of a channel block share out the prefetch of the next block's weight, which comes
   from memory at every model call (:func:`prefetch_weight`); a kernel that reduces over a
-  window only (depthwise, pooling) has little weight to keep and takes pixels outermost (:func:`default_order`), and a depthwise kernel's columns are unrolled
-  beside the tile, so that neighbouring pixels share the input columns they overlap on;
+  window only (depthwise, pooling) has little weight to keep and takes pixels outermost
+  (:func:`default_order`), and a depthwise kernel's columns are unrolled beside the tile, so
+  that neighbouring pixels share the input columns they overlap on;
 * the elementwise operators fused after the reduction (batch norm for inference, bias, ReLU, the
   residual add) are inlined into the write-back of the accumulators: each output is stored once;
 * producers before it (the padding) run once, in parallel and vectorised, before the tiles; a
