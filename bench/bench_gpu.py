@@ -118,7 +118,8 @@ def us(seconds: float | None) -> str:
 
 
 def matmul_table(sizes: list[int], dtypes: list[str], budget: str | None) -> None:
-    print("\nmatmul on the GPU (µs per call, TFLOP/s; tuned with the default budget)")
+    spent = f"a budget of {budget}" if budget else "the default budget"
+    print(f"\nmatmul on the GPU (µs per call, TFLOP/s; tuned with {spent})")
     print(f"{'size':>5} {'dtype':8} {'tuned':>9} {'TF/s':>7} {'records':>8} {'stop':>9} "
           f"{'cuBLAS fp32':>11} {'TF32':>9} {'fp16':>9} {'vs cuBLAS':>9}")  # fmt: skip
     for n in sizes:

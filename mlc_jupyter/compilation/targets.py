@@ -38,7 +38,19 @@ def _value(text: str) -> Any:
 
 
 def _parse_string(spec: str) -> dict[str, Any] | str:
-    """``"llvm -num-cores=2 --mcpu=znver4"`` -> a dict; a tag or bare kind is returned as is."""
+    """``"llvm -num-cores=2 --mcpu=znver4"`` -> a dict; a tag or bare kind is returned as is.
+
+    A JSON object is read as one: it is what ``str()`` of a target prints, so a target survives a
+    round trip through its text (a cache key, a file, a magic's argument).
+    """
+    if spec.lstrip().startswith("{"):
+        try:
+            config = json.loads(spec)
+        except ValueError as err:
+            raise TargetError(f"cannot read target {spec!r}: {err}") from None
+        if not isinstance(config, dict):
+            raise TargetError(f"cannot read target {spec!r}: not a JSON object")
+        return config
     try:
         words = shlex.split(spec.strip().strip('\x27"'))
     except ValueError as err:

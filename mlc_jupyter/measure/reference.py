@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from ..compilation import build_module
+from ..compilation import build_module, is_gpu_target
 from ..compilation.cached_build import Built
+from ..compilation.signatures import as_module, gpu_bound_functions, unbound_gpu_functions
 from ..errors import TimingError
 from ..tvm_compat import ir_module_type, is_array, is_tvm_object, prim_func_type
 
@@ -71,7 +72,7 @@ def reference_outputs(
         elif isinstance(ref, Built) or (
             is_tvm_object(ref) and isinstance(ref, (ir_module_type(), prim_func_type()))
         ):
-            built = ref if isinstance(ref, Built) else build_module(ref, target)
+            built = ref if isinstance(ref, Built) else build_module(ref, _built_for(ref, target))
             value = built[sig.name if sig.name in built.signatures else None](*inputs)
         elif is_torch_module(ref):
             value = torch_call(ref, inputs)
@@ -84,6 +85,16 @@ def reference_outputs(
     except Exception as err:  # noqa: BLE001 - a failing reference is the user's to fix
         raise TimingError(f"the reference failed: {type(err).__name__}: {err}") from None
     return as_arrays(value)
+
+
+def _built_for(ref: Any, target: Any) -> Any:
+    """The target a TVM module given as the reference is built for: ``target``, but this CPU for
+    TIR bound to no GPU thread (the kernel a tuning or a trace started from), which a GPU build
+    refuses and which computes the same outputs here."""
+    if target is None or not is_gpu_target(target):
+        return target
+    mod = as_module(ref)
+    return None if unbound_gpu_functions(mod) and not gpu_bound_functions(mod) else target
 
 
 def as_arrays(value: Any) -> list[Any]:

@@ -39,6 +39,20 @@ def test_a_named_mcpu_is_kept():
     assert str(resolve_target({"kind": "llvm", "mcpu": "skylake"}).attrs["mcpu"]) == "skylake"
 
 
+@pytest.mark.parametrize("spec", ["llvm -num-cores=2", "cuda", "nvidia/nvidia-h100"])
+def test_a_target_s_own_text_resolves_to_the_same_target(spec):
+    """``str()`` of a target is JSON; the GPU's limits are measured from that text, a cache key."""
+    target = resolve_target(spec)
+    again = resolve_target(str(target))
+    assert str(again) == str(target)
+    assert again.kind.name == target.kind.name
+
+
+def test_a_json_target_that_is_not_an_object_is_refused():
+    with pytest.raises(TargetError, match="cannot read target"):
+        resolve_target('{"kind": "llvm"')
+
+
 def test_a_target_object_without_mcpu_gets_the_host_cpu():
     target = resolve_target(tvm().target.Target({"kind": "llvm"}))
     assert str(target.attrs["mcpu"]) == host_cpu()
