@@ -250,7 +250,7 @@ def machine_limits(refresh: bool = False) -> MachineLimits:
             limits = _best_of(cached, limits)
         _REMEASURED.add(limits.machine)
         _write_cache(limits)
-        _MEMO[limits.machine] = limits
+        _remember_in_process(limits)
         return limits
 
 
@@ -278,7 +278,7 @@ def checked_against(
         )
         _REMEASURED.add(again.machine)
         _write_cache(again)
-        _MEMO[again.machine] = again
+        _remember_in_process(again)
         return again
 
 
@@ -487,7 +487,12 @@ def remember_limits(limits: MachineLimits) -> None:
     """Cache ``limits`` (a device's, measured elsewhere) beside this machine's."""
     with _LOCK:
         _write_cache(limits)
-        _MEMO[limits.machine] = limits
+        _remember_in_process(limits)
+
+
+def _remember_in_process(limits: MachineLimits) -> None:
+    """Keep ``limits`` for this process's later asks, which get them from the cache: marked so."""
+    _MEMO[limits.machine] = dataclasses.replace(limits, cached=True)
 
 
 def _write_cache(limits: MachineLimits) -> None:

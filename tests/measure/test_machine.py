@@ -37,6 +37,13 @@ def test_limits_are_measured_once_and_cached_per_machine(fresh_cache):
     assert again.peak(cores) == pytest.approx(limits.peak(cores), rel=1e-3)
 
 
+def test_a_second_ask_in_the_same_process_says_the_limits_come_from_the_cache(fresh_cache):
+    first = machine.machine_limits()
+    again = machine.machine_limits()
+    assert not first.cached and again.cached
+    assert again.peak(first.cores) == first.peak(first.cores)
+
+
 def test_refresh_measures_again(fresh_cache):
     first = machine.machine_limits()
     second = machine.machine_limits(refresh=True)
@@ -63,7 +70,8 @@ def test_a_busy_measurement_is_redone_once_and_keeps_the_better_figures(fresh_ca
     redone = machine.machine_limits()
     assert redone.peak(cores) > 1.0
     assert redone.machine in machine._REMEASURED
-    assert machine.machine_limits() is redone  # not again in this process
+    kept = machine.machine_limits()  # not again in this process
+    assert kept.measured_at == redone.measured_at and kept.cached
 
 
 def test_core_counts_cover_one_all_and_powers_of_two():
@@ -105,7 +113,8 @@ def test_a_rate_above_the_peak_measures_it_again_once_and_says_why(fresh_cache):
     assert again.remeasured.startswith("the row x ran at 5.0 GFLOP/s, above the peak of 1.0")
     assert json.loads(machine_limits_path().read_text())[again.machine]["remeasured"]
     # once per process: a figure does not keep changing under the runs that use it
-    assert machine.checked_against(again, 1e6, cores, "the row y") is again
+    kept = machine.checked_against(again, 1e6, cores, "the row y")
+    assert kept.measured_at == again.measured_at and kept.remeasured == again.remeasured
 
 
 def test_no_row_of_a_race_shows_more_than_the_peak_after_a_stale_one(fresh_cache):
