@@ -48,6 +48,7 @@ from ..tvm_compat import (
     relax_expr_kind,
     structural_equal,
     structural_hash,
+    tune_context,
     tvm,
     vector_bits,
 )
@@ -485,7 +486,7 @@ def _cpu_schedule(func: Any, target: Any) -> tuple[Any, Any] | None:
             for rule in ms.ScheduleRule.create("llvm")
             if not isinstance(rule, ms.schedule_rule.ApplyCustomRule)
         ]
-        context = ms.TuneContext(
+        context = tune_context(
             mod=task,
             target=target,
             space_generator=ms.space_generator.PostOrderApply(sch_rules=rules),

@@ -39,6 +39,7 @@ from ..tvm_compat import (
     metaschedule,
     metaschedule_outside_notebook,
     metaschedule_task_loggers,
+    tune_context,
     var_dtype,
 )
 from .budget import Budget, Deadline
@@ -314,7 +315,7 @@ def _task_contexts(
     tasks: Tasks, target: Any, work_dir: Path, spaces: Spaces, seed: int | None
 ) -> list[Any]:
     """One MetaSchedule ``TuneContext`` per task, logging to the work dir."""
-    ms = metaschedule()
+    metaschedule()  # imported before its logger is set up
     global_logger = logging.getLogger(METASCHEDULE_LOGGER)
     global_logger.setLevel(logging.WARNING)  # the console handler it makes gets WARNING
     loggers = metaschedule_task_loggers(str(work_dir), tasks.names)
@@ -324,7 +325,7 @@ def _task_contexts(
         strict=False,
     ):  # fmt: skip
         contexts.append(
-            ms.TuneContext(
+            tune_context(
                 mod=mod,
                 target=target,
                 space_generator=space,

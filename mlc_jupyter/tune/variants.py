@@ -29,8 +29,8 @@ from ..tvm_compat import (
     Schedule,
     anchor_block,
     make_trace,
-    metaschedule,
     structural_equal,
+    tune_context,
 )
 from .model_plan import TaskGroup
 from .spaces.choice import choose_spaces
@@ -109,7 +109,7 @@ def _design_spaces(mod: Any, target: Any, space: Any) -> tuple[str, list[Any], A
     """The name of the design space the tuner gives ``mod``, its traced schedules (one per
     variant of the space) and the MetaSchedule context that made them (its postprocessors)."""
     spaces = choose_spaces([mod], target, space)
-    context = metaschedule().TuneContext(
+    context = tune_context(
         mod=mod, target=target, space_generator=spaces.generators[0], task_name="replay",
         num_threads=1,
     ).clone()  # fmt: skip

@@ -1,8 +1,7 @@
 """The TVM boundary: the one package that imports TVM and knows TVM 0.27's names.
 
-TVM renamed much of the course's API within a year (``tir`` -> ``tirx``, ``s_tir``, ``tvm.nd`` ->
-``tvm.runtime.tensor``, string targets -> dicts). Every other module asks this package for those
-names, so the next rename touches one file (a file per TVM subsystem, as TVM has an _ffi_api each).
+TVM renamed much of the course's API within a year (``tir`` -> ``tirx``, ``s_tir``, string targets
+-> dicts). Every other module asks this package for those names: the next rename touches one file.
 
 Files: :mod:`.namespaces` (``tvm``, ``tir``, ``s_tir``, TVMScript's names, IR classes, structural
 equality, hashing and mapping, IR JSON, globals), :mod:`.tensorir` (TensorIR attributes, nodes,
@@ -14,9 +13,8 @@ checks), :mod:`.prefetch` (the pass that prefetches a CPU kernel's next weight p
 :mod:`.runtime` (tensors, thread pools, loading libraries and VMs, RPC sessions), :mod:`.relax`
 (Relax passes, pipelines, expressions, the PyTorch frontends).
 
-This file re-exports their public names, as TVM does from its root (``from ..tvm_compat import
-Schedule``). TVM is imported lazily (``%load_ext mlc_jupyter`` imports none). ``tests/tvm_compat/``
-has a contract test per file: a TVM upgrade that changes what we rely on fails there first.
+This file re-exports their public names; TVM is imported lazily. ``tests/tvm_compat/`` has a
+contract test per file: a TVM upgrade that changes what we rely on fails there first.
 """
 
 from __future__ import annotations
@@ -166,6 +164,7 @@ from .tuning import (
     metaschedule_outside_notebook,
     metaschedule_task_loggers,
     remove_weight_layout_rewrite,
+    tune_context,
 )
 
 __all__ = [
@@ -287,6 +286,7 @@ __all__ = [
     "trace_rv_names",
     "trace_steps",
     "trace_type",
+    "tune_context",
     "tvm",
     "use_all_cores",
     "var_dtype",

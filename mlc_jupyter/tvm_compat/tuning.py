@@ -9,6 +9,7 @@ import importlib
 import importlib.util
 import logging
 import sys
+import threading
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
@@ -28,23 +29,57 @@ def metaschedule() -> ModuleType:
 METASCHEDULE_LOGGER = "tvm.s_tir.meta_schedule"
 
 
+#: TVM's package of TensorIR tensor intrinsics; its ``__init__`` imports every backend's.
+TENSOR_INTRIN_PACKAGE = "tvm.s_tir.tensor_intrin"
+_STUB_LOCK = threading.Lock()
+_stub: dict[str, Any] = {"module": None, "users": 0}
+
+
+@contextlib.contextmanager
+def _intrinsic_package_without_init() -> Iterator[None]:
+    """While inside, TVM's tensor-intrinsic package stands in ``sys.modules`` without running its
+    ``__init__`` (seconds per backend), so importing one backend's module, or TVM's own
+    ``import`` of the package (each ``TuneContext`` runs one), costs nothing more. After the last
+    user, the package is TVM's again: its next import registers every backend's intrinsics, as
+    raw MetaSchedule on a CUDA target expects (modules imported inside are not run twice)."""
+    with _STUB_LOCK:
+        if _stub["users"] == 0 and TENSOR_INTRIN_PACKAGE not in sys.modules:
+            spec = importlib.util.find_spec(TENSOR_INTRIN_PACKAGE)
+            if spec is not None:
+                _stub["module"] = sys.modules[TENSOR_INTRIN_PACKAGE] = (
+                    importlib.util.module_from_spec(spec)
+                )
+        _stub["users"] += 1
+    try:
+        yield
+    finally:
+        with _STUB_LOCK:
+            _stub["users"] -= 1
+            if _stub["users"] == 0 and _stub["module"] is not None:
+                if sys.modules.get(TENSOR_INTRIN_PACKAGE) is _stub["module"]:
+                    del sys.modules[TENSOR_INTRIN_PACKAGE]
+                _stub["module"] = None
+
+
 def import_tensor_intrinsics(submodules: tuple[str, ...], *, whole: bool = False) -> None:
-    """Register TensorIR's tensor intrinsics of ``submodules`` (``"x86"``, ``"cuda"`` ...) with
-    TVM's package set up without running its ``__init__`` (which imports every backend's), or,
-    ``whole``, the package's first import runs its ``__init__``.
-    """
+    """Register TensorIR's tensor intrinsics of ``submodules`` (``"x86"``, ``"cuda"`` ...)
+    without the other backends', or, ``whole``, every backend's (TVM's own import)."""
     tvm()
-    name = "tvm.s_tir.tensor_intrin"
-    if name not in sys.modules:
-        spec = importlib.util.find_spec(name)
-        if spec is None:
-            return
-        if whole:
-            importlib.import_module(name)
-            return
-        sys.modules[name] = importlib.util.module_from_spec(spec)  # without its __init__
-    for sub in submodules:
-        importlib.import_module(f"{name}.{sub}")
+    if importlib.util.find_spec(TENSOR_INTRIN_PACKAGE) is None:
+        return
+    if whole:
+        importlib.import_module(TENSOR_INTRIN_PACKAGE)
+        return
+    with _intrinsic_package_without_init():
+        for sub in submodules:
+            importlib.import_module(f"{TENSOR_INTRIN_PACKAGE}.{sub}")
+
+
+def tune_context(**fields: Any) -> Any:
+    """``ms.TuneContext(**fields)``, made without importing the tensor intrinsics of backends
+    nobody asked for (its constructor imports TVM's whole package)."""
+    with _intrinsic_package_without_init():
+        return metaschedule().TuneContext(**fields)
 
 
 def derived_object(cls: type) -> type:
