@@ -45,12 +45,9 @@ def _parse_string(spec: str) -> dict[str, Any] | str:
     """
     if spec.lstrip().startswith("{"):
         try:
-            config = json.loads(spec)
+            return json.loads(spec)  # text opening with "{" is an object or does not parse
         except ValueError as err:
             raise TargetError(f"cannot read target {spec!r}: {err}") from None
-        if not isinstance(config, dict):
-            raise TargetError(f"cannot read target {spec!r}: not a JSON object")
-        return config
     try:
         words = shlex.split(spec.strip().strip('\x27"'))
     except ValueError as err:

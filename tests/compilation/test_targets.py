@@ -48,7 +48,7 @@ def test_a_target_s_own_text_resolves_to_the_same_target(spec):
     assert again.kind.name == target.kind.name
 
 
-def test_a_json_target_that_is_not_an_object_is_refused():
+def test_a_json_target_that_does_not_parse_is_refused():
     with pytest.raises(TargetError, match="cannot read target"):
         resolve_target('{"kind": "llvm"')
 
