@@ -475,17 +475,24 @@ def _result(
     )
 
 
+#: The kernel as written is timed in turns against the tuned one when its first timing is less
+#: than this many times the tuned one's.
+_WRITTEN_RECHECK_WITHIN = 4.0
+
+
 def _written_if_faster(run: _Run, tuned: Any, baseline: float | None, latency: float | None) -> Any:
     """The ``Timing`` of the kernel as written when it beats every candidate, else ``None``.
 
     As ``torch.compile``'s autotuning keeps ATen's kernel when no candidate beats it: a small
     kernel can lose to every candidate of a space whose schedules are all parallel. The two are
-    timed in turns before the kernel as written is kept; a tie keeps the tuned one.
+    timed in turns before the kernel as written is kept; a tie keeps the tuned one. Their first
+    timings, taken one after the other, only rule out a kernel as written that is several times
+    slower: on a shared machine a load spike in one of them moves it by more than their spread.
     """
     tasks = run.tasks
     if tasks.kind != "tir" or len(tasks.mods) != 1 or run.rpc is not None:
         return None
-    if baseline is None or latency is None or baseline >= latency:
+    if baseline is None or latency is None or baseline >= latency * _WRITTEN_RECHECK_WITHIN:
         return None
     written_s, tuned_s = compare_in_turns(tasks.mods[0], tuned, run.target)
     if not clearly_faster(written_s, tuned_s):
