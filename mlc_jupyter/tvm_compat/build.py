@@ -36,7 +36,7 @@ def compile(  # noqa: A001
     (:func:`_compile_relax_in_parts`; for a CPU target: the caller asks)."""
     _tvm = tvm()
     parts = min(parts, relax_kernel_count(mod))
-    if parts > 1:
+    if parts > 1 and _can_compile_in_parts():
         return _compile_relax_in_parts(
             mod, _tvm.target.Target(target), tir_pipeline, parts, relax_pipeline
         )
@@ -57,6 +57,20 @@ def relax_kernel_count(mod: Any) -> int:
     if not any(isinstance(f, _tvm.relax.Function) for f in functions):
         return 0
     return sum(isinstance(f, _tvm.tirx.PrimFunc) for f in functions)
+
+
+#: The private steps of ``relax.build`` (in ``tvm.relax.vm_build``) a compile in parts takes.
+_RELAX_BUILD_STEPS = ("_vmcodegen", "_filter_tir", "_auto_attach_system_lib_prefix", "_ffi_api")
+
+
+def _can_compile_in_parts() -> bool:
+    """Whether this TVM has the private steps of ``relax.build`` that
+    :func:`_compile_relax_in_parts` takes: a TVM that renamed one builds on one core, as
+    ``tvm.compile`` does, instead of failing every model's build."""
+    from tvm.relax import vm_build  # deferred: imports TVM
+
+    steps = all(hasattr(vm_build, name) for name in _RELAX_BUILD_STEPS)
+    return steps and hasattr(vm_build._ffi_api, "VMLink")
 
 
 def _compile_relax_in_parts(
@@ -95,7 +109,8 @@ def _compile_relax_in_parts(
 def export_objects(executable: Any, workspace: str, pack_vm: bool = True) -> list[str] | None:
     """The object files of ``executable`` (a CPU build), written to ``workspace`` as
     ``export_library`` writes them before it links, each compiled module's in a thread of its
-    own; ``None`` when one of its modules is not LLVM's (``export_library`` then exports it).
+    own; ``None`` when one of its modules is not LLVM's, or this TVM lacks the private calls
+    this makes (``export_library`` then exports it).
 
     ``pack_vm=False`` leaves a Relax build's VM (its bytecode and constants, a model's weights)
     out of the objects, for :func:`.runtime.write_vm` to write on its own: packing megabytes of
@@ -104,6 +119,10 @@ def export_objects(executable: Any, workspace: str, pack_vm: bool = True) -> lis
     from tvm.runtime import _ffi_api  # deferred: imports TVM
 
     module = executable.mod
+    if not hasattr(module, "_collect_dso_modules") or not hasattr(
+        _ffi_api, "ModulePackImportsToLLVM"
+    ):
+        return None
     modules = module._collect_dso_modules()
     if not modules or any(m.kind != "llvm" for m in modules):
         return None

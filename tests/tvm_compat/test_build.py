@@ -71,3 +71,28 @@ def test_compile_splits_a_relax_module_s_kernels_only():
     assert (
         tvm_compat.build.relax_kernel_count(through_local_buffer(8)) == 0
     )  # a TIR module: as TVM builds it
+
+
+def test_a_tvm_without_relax_build_s_private_steps_builds_on_one_core(monkeypatch):
+    # the compile in parts links with private steps of relax.build, which a later TVM may rename
+    tvm = tvm_compat.tvm()
+    x = tvm.runtime.tensor(np.arange(64, dtype="float32").reshape(4, 16))
+    target = tvm.target.Target({"kind": "llvm"})
+    in_parts = tvm_compat.compile(_relax_model(3), target, parts=3)
+    assert len(in_parts.mod.imports) == 3  # a module per part
+    monkeypatch.setattr(tvm_compat.build, "_RELAX_BUILD_STEPS", ("_vmcodegen_of_a_later_tvm",))
+    whole = tvm_compat.compile(_relax_model(3), target, parts=3)
+    assert len(whole.mod.imports) == 1  # as tvm.compile builds it
+    outputs = [tvm.relax.VirtualMachine(e, tvm.cpu())["main"](x).numpy() for e in (in_parts, whole)]
+    np.testing.assert_array_equal(*outputs)
+
+
+def test_a_tvm_without_the_private_export_calls_leaves_the_export_to_export_library(
+    monkeypatch, tmp_path
+):
+    tvm = tvm_compat.tvm()
+    executable = tvm_compat.compile(_relax_model(3), tvm.target.Target({"kind": "llvm"}), parts=3)
+    assert tvm_compat.export_objects(executable, str(tmp_path)) is not None
+    defining = next(c for c in type(executable.mod).__mro__ if "_collect_dso_modules" in vars(c))
+    monkeypatch.delattr(defining, "_collect_dso_modules")
+    assert tvm_compat.export_objects(executable, str(tmp_path)) is None
