@@ -3,14 +3,15 @@
 An entry is a folder ``<cache>/builds/<digest of the key>/`` holding the shared library (a
 Relax build's kernels only), a Relax build's VM (its bytecode and constants, as TVM serializes
 them: packed into the library, a model's weights made its object and its link the slowest part
-of a store), the module it was built from (TVM's JSON, to check structural equality on a hit)
-and ``meta.json`` (the key and a SHA-256 of each file). It is written in a staging folder and
+of a store), the module it was built from (TVM's JSON, to check structural equality on a hit;
+its weights as their SHA-256, :func:`~mlc_jupyter.tvm_compat.constants_as_digests`) and
+``meta.json`` (the key and a SHA-256 of each file). It is written in a staging folder and
 renamed into place in one step, so a reader sees a whole entry or none, and two kernels writing
 the same entry at once leave one. An entry whose files do not match their checksums, or that
 does not load, is removed and rebuilt, never loaded. The objects are emitted (each of TVM's LLVM
 modules by a thread of its own: a module is not safe to share across threads) and linked before
 the build returns, and the build then runs from that library, so its first call compiles
-nothing again; the module's JSON and the VM (a model's weights make them large) are written in
+nothing again; the module's JSON and the VM (a model's weights make it large) are written in
 the background. The folder is kept under a size limit by dropping the least recently used
 entries. A build runs from a copy of its library in a folder of the process's own, fresh or
 loaded from an entry, so clearing or evicting the entry (from any process) never touches a
@@ -34,6 +35,7 @@ from typing import Any
 
 from ..config import build_cache_dir, build_cache_limit_bytes
 from ..tvm_compat import (
+    constants_as_digests,
     export_objects,
     link_shared,
     load_executable,
@@ -82,7 +84,8 @@ def load(key: str, mod: Any, relax: bool) -> tuple[Any, float, str] | None:
         others = {f: d for f, d in files.items() if f not in (library, vm)}
         if meta.get("key") != key or any(_digest(entry / f) != d for f, d in others.items()):
             raise ValueError("checksum")
-        if not structural_equal(load_json((entry / _MODULE).read_text()), mod):
+        stored = load_json((entry / _MODULE).read_text())
+        if not structural_equal(stored, constants_as_digests(mod)):
             return None  # another module under the same hash: build, keep the entry
         copy = _private_copy(entry / library)
         if _digest(Path(copy)) != files[library]:  # the copy is what runs: check that
@@ -174,7 +177,7 @@ def _finish(key: str, mod: Any, staging: Path, name: str, build_s: float, vm: An
     """Write the module's text and ``vm`` (a Relax build's VM, when its library holds the
     kernels only), checksum, rename into place, then keep the folder under its limit."""
     try:
-        (staging / _MODULE).write_text(save_json(mod))
+        (staging / _MODULE).write_text(save_json(constants_as_digests(mod)))
         if vm is not None:
             write_vm(vm, str(staging / _VM))
         names = (name, _MODULE, _VM) if vm is not None else (name, _MODULE)

@@ -12,10 +12,8 @@ CUDA, linking), :mod:`.lowering` (TIR pipelines, register tiles kept in register
 checks), :mod:`.prefetch` (the pass that prefetches a CPU kernel's next weight panel),
 :mod:`.runtime` (tensors, thread pools, loading libraries and VMs, RPC sessions), :mod:`.relax`
 (Relax passes, pipelines, expressions, the PyTorch frontends).
-
-This file re-exports their public names; TVM is imported lazily. ``tests/tvm_compat/`` has a
-contract test per file: a TVM upgrade that changes what we rely on fails there first.
-"""
+This file re-exports their public names (TVM imported lazily); a TVM upgrade that changes what
+we rely on fails first in ``tests/tvm_compat/``, a contract test per file."""
 
 from __future__ import annotations
 
@@ -76,6 +74,7 @@ from .relax import (
     bind_inputs,
     call_with_args,
     constant_array,
+    constants_as_digests,
     detach_params,
     expr_type,
     is_expr_mutator,
@@ -208,6 +207,7 @@ __all__ = [
     "compiler_timeout_s",
     "config_thread_pool",
     "constant_array",
+    "constants_as_digests",
     "course_tir_attr",
     "cuda_compiler",
     "derived_object",

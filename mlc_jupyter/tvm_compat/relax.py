@@ -3,10 +3,13 @@ variable names, and the PyTorch frontends."""
 
 from __future__ import annotations
 
+import hashlib
 from types import ModuleType
 from typing import Any
 
-from .namespaces import tvm
+import numpy as np
+
+from .namespaces import structural_map, tvm
 
 
 def relax_function_type() -> type:
@@ -168,3 +171,22 @@ def call_with_args(call: Any, args: list[Any]) -> Any:
     if extra is None:
         extra = getattr(call, "sinfo_args", None)
     return relax.Call(call.op, list(args), call.attrs, list(extra or []))
+
+
+def constants_as_digests(mod: Any) -> Any:
+    """``mod`` with each Relax tensor constant replaced by one holding the SHA-256 of its dtype,
+    shape and bytes: a model's structure with its weights named, not held, which is what a
+    disk-cache entry keeps to compare on a hit (the weights made most of that text, to write
+    after a build and to read back on a hit)."""
+    _tvm = tvm()
+    node = getattr(_tvm.ir, "GenericConst", None) or _tvm.relax.Constant
+
+    def digest(const: Any) -> Any:
+        array = constant_array(const)
+        if array is None:
+            return const
+        sha = hashlib.sha256(f"{array.dtype}{array.shape}".encode())
+        sha.update(np.ascontiguousarray(array).data)
+        return _tvm.relax.const(np.frombuffer(sha.digest(), dtype=np.uint8))
+
+    return structural_map(mod, node, digest)

@@ -313,6 +313,7 @@ def test_a_models_entry_keeps_its_weights_beside_its_kernels_and_a_damaged_vm_is
     vm, library = entry / "vm.bin", next(entry.glob("*.so"))
     weights = 4 * sum(p.numel() for p in model.parameters())
     assert vm.stat().st_size > weights > 2 * library.stat().st_size  # in the VM's file only
+    assert (entry / "module.json").stat().st_size < weights / 4  # named there by their digests
     clear_cache(disk=False)  # as after a restart
     hit = build_module(imported)
     assert hit.from_disk

@@ -77,3 +77,24 @@ def test_one_call_is_a_module_of_its_own_with_its_constants_kept():
     vm = tvm_compat.tvm().relax.VirtualMachine(got, tvm_compat.tvm().cpu())
     result = vm["main"](tvm_compat.tvm().runtime.tensor(np.ones((1, 4), "float32")))
     np.testing.assert_array_equal(result.numpy(), np.full((1, 4), 3, "float32"))
+
+
+def test_constants_as_digests_tell_weights_apart_without_holding_them():
+    import numpy as np
+
+    def with_weight(weight):
+        bound = tvm_compat.bind_inputs(_mlp(), {0: weight})
+        return tvm_compat.constants_as_digests(bound)
+
+    rng = np.random.default_rng(0)
+    weight = rng.standard_normal((1, 4)).astype("float32")
+    nudged = weight.copy()
+    nudged[0, 3] = np.nextafter(nudged[0, 3], np.float32(1))  # one bit of one weight
+    same, also_same = with_weight(weight), with_weight(weight.copy())
+    assert tvm_compat.structural_equal(same, also_same)
+    assert not tvm_compat.structural_equal(same, with_weight(nudged))
+    assert not tvm_compat.structural_equal(same, with_weight(weight.astype("float64")))
+    text = tvm_compat.save_json(same)
+    assert tvm_compat.structural_equal(tvm_compat.load_json(text), also_same)  # as on a hit
+    held = tvm_compat.constant_array(tvm_compat.relax_bindings(same["main"])[0][1].args[0])
+    assert held.dtype == np.uint8 and held.shape == (32,)  # the weight's SHA-256, not the weight
