@@ -10,7 +10,8 @@
    disk cache written as ``%mlc_build`` writes it): the first build after ``import_model`` (the
    issue's measure), the build's wall time with the schedules made too, its stages (operators
    legalised, fused and scheduled; weights packed; TVM's compile in one part) and the first call
-   after it.
+   after it; then, each in a fresh process, a cold build, its background save to the disk cache
+   and the next process's cache hit (a kernel restart).
 
 Usage: ``python bench/bench_build_time.py [--sizes 128 512 1024] [--target T] [--models ...]
 [--only models]``.
@@ -195,6 +196,55 @@ def bench_model_builds(models: list[str], runs: int) -> None:
         print(f"model   {name:10s} cold build_module (median of {runs}): {cells}")
 
 
+#: A kernel's first build of a model after ``import_model``, timed, then the wait for the disk
+#: cache's background save; run twice on one cache folder, the second is a restart's cache hit.
+_RESTART = """
+import sys, time
+sys.path.insert(0, {tests!r})
+import torch
+from model_support import {name}
+from mlc_jupyter.compilation import build_module, wait_for_saved_builds
+from mlc_jupyter.models import import_model
+torch.manual_seed(0)
+imported = import_model({name}(), torch.randn(1, 3, 224, 224))
+start = time.perf_counter()
+built = build_module(imported)
+build_s = time.perf_counter() - start
+start = time.perf_counter()
+wait_for_saved_builds()
+print(built.from_disk, build_s, time.perf_counter() - start)
+"""
+
+
+def bench_model_restarts(models: list[str], runs: int) -> None:
+    """A model's build in a fresh kernel, cold, then in the next kernel (a disk-cache hit): each
+    a process of its own on an empty cache folder, the cold one followed by its background save
+    (what a ``%mlc_time`` right after the build waits for)."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    tests = str(Path(__file__).resolve().parents[1] / "tests")
+    names = {"resnet18": "resnet18", "mobilenet": "mobilenet_v1"}
+    for name in models:
+        cold, save, hit = [], [], []
+        for _ in range(runs):
+            with tempfile.TemporaryDirectory() as cache:
+                env = {**os.environ, "MLC_JUPYTER_CACHE": cache}
+                code = _RESTART.format(tests=tests, name=names[name])
+                for fresh in (True, False):
+                    out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                                         capture_output=True, text=True).stdout.split()  # fmt: skip
+                    from_disk, build_s, save_s = out[-3] == "True", float(out[-2]), float(out[-1])
+                    assert from_disk is not fresh, "the second build was not a cache hit"
+                    (cold if fresh else hit).append(build_s)
+                    save.extend([save_s] if fresh else [])
+        print(f"model   {name:10s} in a fresh kernel (median of {runs}): cold build "
+              f"{statistics.median(cold):.2f} s, its background save {statistics.median(save):.2f} s, "
+              f"the next kernel's hit {statistics.median(hit):.2f} s")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[128, 512, 1024])
@@ -213,6 +263,7 @@ def main() -> None:
         bench_timing(args.target, args.runs)
         bench_gflops(args.target, args.sizes)
     bench_model_builds(args.models, min(args.runs, 3))
+    bench_model_restarts(args.models, min(args.runs, 3))
 
 
 if __name__ == "__main__":
