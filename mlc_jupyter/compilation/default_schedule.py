@@ -151,6 +151,11 @@ def legalize_and_fuse(
         transform.LegalizeOps(_cpu_legalizations(target, winograd_tiles) if cpu else None),
         transform.AnnotateTIROpPattern(),
         transform.FoldConstant(),
+        # FuseOps gives an operator with two anchors among its inputs (a residual add) to the
+        # one bound first: sorted depth-first from the outputs, that is its first operand's
+        # (the block's last convolution) whichever branch the model's code computes first, so
+        # that convolution is one kernel with the blocks' that have no downsampling branch
+        transform.TopologicalSort("depth-first", "from-outputs"),
         transform.FuseOps(),
         transform.FuseTIR(),
         transform.DeadCodeElimination(),

@@ -99,10 +99,15 @@ def _sparse_sum(coefficients: Any, term: Any, dtype: str) -> Any:
 
 
 def _by_row(index: Any, rows: list[Any]) -> Any:
-    """The expression of row ``index`` (a loop the schedule unrolls, so the choice folds)."""
+    """The expression of row ``index`` (a loop the schedule unrolls, so the choice folds).
+
+    Chosen by ``if_then_else``, not ``Select``: vectorising a ``Select`` broadcasts its
+    condition, and TVM's simplifier folds no ``Select`` on a broadcast constant, so every
+    unrolled element kept all the rows' sums through the lowering and into LLVM, which compiled
+    them to the same code more slowly (``bench/results/bench_build_time_*``)."""
     out = rows[-1]
     for i in range(len(rows) - 2, -1, -1):
-        out = tir().Select(index == i, rows[i], out)
+        out = tir().if_then_else(index == i, rows[i], out)
     return out
 
 

@@ -22,6 +22,7 @@ from mlc_jupyter.tvm_compat import (
     ir_module_type,
     param_buffers,
     prim_func_type,
+    register_tiles_pipeline,
     tvm,
     winograd_matrices,
 )
@@ -294,3 +295,23 @@ def test_a_layer_whose_row_of_tiles_is_prime_agrees_with_pytorch(size, m, unprep
     assert row_tile > 1 and 13 % row_tile
     got = np.asarray(built(x.numpy()))
     assert np.abs(got - expected).max() <= 1e-4 * np.abs(expected).max()
+
+
+def test_each_unrolled_transform_row_keeps_only_its_own_sum():
+    """A transform's rows are written as one expression picked by the row index; once the
+    row loop is unrolled, the lowered kernel holds each row's sum alone (a choice left in, for
+    every element, carried all the rows through the lowering and into LLVM: a slower build of
+    the same machine code)."""
+    target = resolve_target("llvm")
+    unit = vector_unit(target)
+    sch = Schedule(_te_winograd_kernel(14, 32, 4))
+    rule = winograd.rule_decisions_for(sch.mod["main"], unit.lanes, unit.registers, 2)
+    winograd.schedule_winograd(sch, unit.lanes, rule)
+    _tvm = tvm()
+    bound = _tvm.tirx.transform.BindTarget(target.with_host(target))(sch.mod)
+    lower, _, _ = _tvm.tirx.get_tir_pipeline(register_tiles_pipeline())
+    text = lower(bound)["main"].script()
+    assert "T.Select" not in text
+    # what picks one of two values is left only in the padding (and the arguments' unpacking)
+    picks = [line for line in text.splitlines() if "if_then_else" in line]
+    assert [line for line in picks if "type_index" not in line and winograd.PAD not in line] == []
