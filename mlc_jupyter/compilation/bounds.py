@@ -27,7 +27,13 @@ from ..tvm_compat import (
     tir_nodes,
 )
 from .guards import guarded_in_bounds
-from .tir_walk import block_bindings, buffer_accesses, buffer_views, ir_nodes, viewed_allocation
+from .tir_walk import (
+    block_bindings,
+    buffer_accesses,
+    buffer_views,
+    statements,
+    viewed_allocation,
+)
 
 _FINDING = re.compile(
     r"Out of bounds memory access on buffer (?P<buffer>\S+) dimension (?P<dim>\d+)\. "
@@ -208,7 +214,7 @@ def _loop_ranges(func: Any) -> Any:
     """An analyzer that knows every loop's and block iterator's range in ``func``."""
     nodes = tir_nodes()
     ranges = new_analyzer()
-    for node, _ in ir_nodes(func.body):
+    for node in statements(func.body):
         if isinstance(node, nodes.For):
             extent = nodes.Range.from_min_extent(node.min, node.extent)
             ranges.bind(node.loop_var, extent, allow_override=True)

@@ -51,6 +51,24 @@ def ir_nodes(root: Any) -> Iterator[tuple[Any, Any]]:
         stack.extend((child, stmt) for child in reversed(children))
 
 
+def statements(root: Any) -> Iterator[Any]:
+    """Every statement under ``root`` (a PrimFunc body or any TIR node) in source order, blocks
+    included; expressions are not entered. Most of a kernel's nodes are expressions, so a walk
+    for loops, blocks or buffer declarations stays a small part of a model's build."""
+    stmt_type = tir_nodes().Stmt
+    stack: list[Any] = [root]
+    while stack:
+        node = stack.pop()
+        if is_sequence(node):
+            stack.extend(reversed(list(node)))
+            continue
+        if not isinstance(node, stmt_type):
+            continue
+        yield node
+        children = [child for name, child in node_fields(node) if name not in SKIPPED_FIELDS]
+        stack.extend(reversed(children))
+
+
 def buffer_accesses(root: Any) -> Iterator[tuple[Any, Any, bool, Any]]:
     """Every ``(buffer, indices, is_store, statement)`` under ``root`` (see :func:`ir_nodes`)."""
     for node, stmt in ir_nodes(root):
@@ -63,8 +81,8 @@ def buffer_views(root: Any) -> dict[Any, tuple[Any, Any]]:
     """Every buffer declared over another buffer's data under ``root`` (``V =
     T.decl_buffer(shape, dtype, data=B.data)``): ``{V: (B, statement)}``."""
     views = {}
-    for node, stmt in ir_nodes(root):
-        declared = buffer_declaration(node)
+    for stmt in statements(root):
+        declared = buffer_declaration(stmt)
         if declared is not None and declared[1] is not None:
             views[declared[0]] = (declared[1], stmt)
     return views

@@ -42,7 +42,7 @@ from ..tvm_compat import (
     tvm,
     var_name,
 )
-from .tir_walk import ir_nodes
+from .tir_walk import statements
 
 
 def _op_name(call: Any) -> str:
@@ -397,7 +397,7 @@ def layout_copy(func: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
     outs = params[len(inputs) :]
     results = [np.zeros([int(d) for d in b.shape], dtype=str(b.dtype)) for b in outs]
     copies = 0
-    for node, _ in ir_nodes(func.body):
+    for node in statements(func.body):
         if not isinstance(node, nodes.BlockRealize) or not node.block.iter_vars:
             continue
         predicate = node.predicate
