@@ -23,6 +23,7 @@ as they are.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -422,6 +423,13 @@ def layout_copy(func: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
             extents.append(int(iv.dom.extent))
         grids = np.indices(extents, dtype=np.int64, sparse=True)
         env = {iv.var: grid for iv, grid in zip(block.iter_vars, grids, strict=True)}
+        digits = _digits(block, [*load[1], *access[1]])
+        read = _strided_view(inputs[source], load[1], digits)
+        written = _strided_view(results[target], access[1], digits, write=True)
+        if read is not None and written is not None:
+            written[...] = read
+            copies += 1
+            continue
         src = _flat_index([_index_value(i, env) for i in load[1]], inputs[source].shape, grids)
         dst = _flat_index([_index_value(i, env) for i in access[1]], results[target].shape, grids)
         values = np.ascontiguousarray(inputs[source]).reshape(-1)
@@ -434,6 +442,143 @@ def layout_copy(func: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
     if copies == 0:
         raise NotALayoutCopy("no block")
     return results
+
+
+#: An affine sum of digits: each digit's coefficient, and a constant.
+Affine = tuple[list[int], int]
+
+
+@dataclasses.dataclass(frozen=True)
+class Digits:
+    """A block's iterators written in mixed radix: iterator ``n`` is ``sum(weight * digit)`` over
+    its digits; ``radices`` are the digits' extents, the grid a strided copy runs over."""
+
+    iters: list[Any]
+    forms: list[Affine]
+    radices: list[int]
+
+
+def _digits(block: Any, index: list[Any]) -> Digits:
+    """``block``'s iterators split at each constant that ``index`` divides or takes the
+    remainder by (a packed weight's ``k // 32, k % 32 // 16, k % 16``), so that those divisions
+    become sums of digits."""
+    t = tir()
+    cuts: set[int] = set()
+    stack = list(index)
+    while stack:
+        expr = stack.pop()
+        if isinstance(expr, t.FloorDiv | t.FloorMod) and isinstance(expr.b, t.IntImm):
+            cuts.add(int(expr.b.value))
+        stack.extend(getattr(expr, name) for name in ("a", "b", "value") if hasattr(expr, name))
+    iters = [iv.var for iv in block.iter_vars]
+    forms: list[tuple[list[tuple[int, int]], int]] = []
+    radices: list[int] = []
+    for iv in block.iter_vars:
+        extent, points = int(iv.dom.extent), [1]
+        for cut in sorted(cuts):
+            if 1 < cut < extent and extent % cut == 0 and cut % points[-1] == 0:
+                points.append(cut)
+        bounds = [*points, extent]
+        first = len(radices)
+        radices.extend(bounds[k + 1] // bounds[k] for k in reversed(range(len(points))))
+        weights = list(reversed(points))  # the most significant digit first, as C order
+        forms.append(([(first + k, w) for k, w in enumerate(weights)], 0))
+    dense = []
+    for terms, constant in forms:
+        coefficients = [0] * len(radices)
+        for digit, weight in terms:
+            coefficients[digit] = weight
+        dense.append((coefficients, constant))
+    return Digits(iters, dense, radices)
+
+
+def _affine(expr: Any, digits: Digits) -> Affine | None:
+    """``expr`` as an affine sum of ``digits`` with coefficients and constant of at least 0;
+    ``None`` when it is not one (a product of two iterators, a division that cuts a digit)."""
+    t = tir()
+    if isinstance(expr, t.IntImm):
+        return [0] * len(digits.radices), int(expr.value)
+    if isinstance(expr, t.Var):
+        for var, form in zip(digits.iters, digits.forms, strict=True):
+            if var.same_as(expr):
+                return form
+        raise NotALayoutCopy("an index names a variable other than the block's iterators")
+    if isinstance(expr, t.Cast):
+        return _affine(expr.value, digits)
+    if isinstance(expr, t.FloorDiv | t.FloorMod):
+        value = _affine(expr.a, digits)
+        if value is None or not isinstance(expr.b, t.IntImm) or int(expr.b.value) <= 0:
+            return None
+        return _divided(value, int(expr.b.value), digits.radices, isinstance(expr, t.FloorMod))
+    if not isinstance(expr, t.Add | t.Sub | t.Mul):
+        return None
+    a, b = _affine(expr.a, digits), _affine(expr.b, digits)
+    if a is None or b is None:
+        return None
+    if isinstance(expr, t.Mul):
+        if any(a[0]) and any(b[0]):
+            return None
+        scale, (terms, constant) = (a[1], b) if not any(a[0]) else (b[1], a)
+        result = [c * scale for c in terms], constant * scale
+    else:
+        sign = -1 if isinstance(expr, t.Sub) else 1
+        result = [x + sign * y for x, y in zip(a[0], b[0], strict=True)], a[1] + sign * b[1]
+    return result if result[1] >= 0 and min(result[0], default=0) >= 0 else None
+
+
+def _divided(value: Affine, divisor: int, radices: list[int], remainder: bool) -> Affine | None:
+    """``value // divisor`` (``value % divisor`` with ``remainder``) as an affine sum, when the
+    digits whose coefficients ``divisor`` does not divide, with the constant's remainder, stay
+    below ``divisor``: then they are the remainder and the others the quotient."""
+    terms, constant = value
+    low = [c if c % divisor else 0 for c in terms]
+    if sum(c * (r - 1) for c, r in zip(low, radices, strict=True)) + constant % divisor >= divisor:
+        return None
+    if remainder:
+        return low, constant % divisor
+    return [0 if c % divisor else c // divisor for c in terms], constant // divisor
+
+
+def _strided_view(array: np.ndarray, index: Any, digits: Digits, write: bool = False) -> Any:
+    """``array[index]`` at each point of the ``digits``' grid as one strided view of ``array``'s
+    memory, when each index is an affine sum of the digits (a transpose, a split or merged axis):
+    a copy through it moves each element once, without the index arrays of :func:`_flat_index`.
+    ``None`` for any other index, and with ``write`` (a view to store through; ``array``
+    C-contiguous) also when two points of the grid may name one element, where the order of the
+    stores would matter.
+
+    Raises :class:`NotALayoutCopy` for an index outside the array."""
+    sums = [_affine(i, digits) for i in index]
+    if len(sums) != array.ndim or any(s is None for s in sums) or len(digits.radices) > 32:
+        return None
+    if write and not array.flags.c_contiguous:
+        return None
+    array = np.ascontiguousarray(array)
+    offset, steps, stride = 0, [0] * len(digits.radices), 1
+    for (terms, constant), dim in zip(reversed(sums), reversed(array.shape), strict=True):
+        reach = sum(c * (r - 1) for c, r in zip(terms, digits.radices, strict=True))
+        if constant + reach >= dim:
+            raise NotALayoutCopy("the copy does not index its buffers: an index leaves its axis")
+        offset += constant * stride
+        steps = [step + c * stride for step, c in zip(steps, terms, strict=True)]
+        stride *= int(dim)
+    if write and not _one_to_one(steps, digits.radices):
+        return None
+    return np.lib.stride_tricks.as_strided(
+        array.reshape(-1)[offset:], shape=digits.radices,
+        strides=[step * array.itemsize for step in steps], writeable=write,
+    )  # fmt: skip
+
+
+def _one_to_one(steps: list[int], extents: list[int]) -> bool:
+    """Whether the offsets ``sum(steps[i] * point[i])`` over a grid of ``extents`` all differ:
+    each step, smallest first, reaches past all the offsets the smaller ones reach."""
+    reach = 0
+    for step, extent in sorted((s, e) for s, e in zip(steps, extents, strict=True) if e > 1):
+        if step <= reach:
+            return False
+        reach += step * (extent - 1)
+    return True
 
 
 def _flat_index(index: list[Any], shape: tuple[int, ...], grids: Any) -> np.ndarray | None:

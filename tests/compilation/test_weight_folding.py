@@ -9,6 +9,7 @@ import torch
 from build_support import prim_funcs
 from model_support import mobilenet_block, torch_seed
 
+from mlc_jupyter.cells import parse_script
 from mlc_jupyter.compilation import build_module, resolve_target
 from mlc_jupyter.compilation.default_schedule import (
     PACKING_SUFFIX,
@@ -101,6 +102,40 @@ def test_a_layout_copy_that_reads_across_its_input_gives_numpys_transpose():
     np.testing.assert_array_equal(got, data.transpose(1, 2, 0))
     (got,) = layout_copy(te.create_prim_func([a, c]), [data])
     np.testing.assert_array_equal(got, data.reshape(6, 4, 2, 4).transpose(2, 0, 1, 3))
+    d = te.compute((4, 8, 3), lambda i, j, k: a[k + 2, i, j], name="D")  # from an offset
+    (got,) = layout_copy(te.create_prim_func([a, d]), [data])
+    np.testing.assert_array_equal(got, data[2:5].transpose(1, 2, 0))
+    e = te.compute((4, 8, 6), lambda i, j, k: a[k, i, 7 - j], name="E")  # and reversed
+    (got,) = layout_copy(te.create_prim_func([a, e]), [data])
+    np.testing.assert_array_equal(got, data[:, :, ::-1].transpose(1, 2, 0))
+
+
+#: A weight packing as TVM splits it off: the block runs over the HWIO weight and stores each
+#: element into panels of 32 output channels in two vectors of 16 (``k // 32, k % 32 // 16,
+#: k % 16``), the input channels in fours; ``odd`` cuts the channels at 24, across the panels.
+PACKING = """
+@T.prim_func
+def pack(W: T.Buffer((3, 3, 8, 64), "float32"), P: T.Buffer((2, 3, 3, 2, 4, 2, 16), "float32"),
+         Q: T.Buffer((3, 3, 3, 8, 24), "float32")):
+    for h, w, c, k in T.grid(3, 3, 8, 64):
+        with T.block("P"):
+            vh, vw, vc, vk = T.axis.remap("SSSS", [h, w, c, k])
+            P[vk // 32, vh, vw, vc // 4, vc % 4, vk % 32 // 16, vk % 16] = W[vh, vw, vc, vk]
+    for h, w, c, k in T.grid(3, 3, 8, 72):
+        with T.block("Q"):
+            vh, vw, vc, vk = T.axis.remap("SSSS", [h, w, c, k])
+            Q[vk // 24, vh, vw, vc, vk % 24] = W[vh, vw, vc, vk % 64]
+"""
+
+
+def test_a_packing_that_splits_the_channels_into_panels_gives_numpys_reshape():
+    func = parse_script(PACKING, {}, kind="tir").objects["pack"]
+    weight = np.arange(3 * 3 * 8 * 64, dtype="float32").reshape(3, 3, 8, 64)
+    panels, odd = layout_copy(func, [weight])
+    expected = weight.reshape(3, 3, 2, 4, 2, 2, 16).transpose(4, 0, 1, 2, 3, 5, 6)
+    np.testing.assert_array_equal(panels, expected)
+    channels = np.concatenate([weight, weight[..., :8]], axis=-1)  # k % 64 for k < 72
+    np.testing.assert_array_equal(odd, channels.reshape(3, 3, 8, 3, 24).transpose(3, 0, 1, 2, 4))
 
 
 def test_a_copy_whose_index_leaves_its_input_is_not_run_as_a_layout_copy():
@@ -108,8 +143,10 @@ def test_a_copy_whose_index_leaves_its_input_is_not_run_as_a_layout_copy():
 
     a = te.placeholder((8, 4), name="A")
     b = te.compute((8, 4), lambda i, j: a[i, j + 1], name="B")  # j + 1 reaches column 4
-    with pytest.raises(NotALayoutCopy, match="leaves its axis"):
-        layout_copy(te.create_prim_func([a, b]), [np.ones((8, 4), "float32")])
+    c = te.compute((8, 4), lambda i, j: a[i, 4 - j], name="C")  # 4 - 0 too
+    for copy in (b, c):
+        with pytest.raises(NotALayoutCopy, match="leaves its axis"):
+            layout_copy(te.create_prim_func([a, copy]), [np.ones((8, 4), "float32")])
 
 
 def test_a_build_holds_its_weights_packed_and_no_packing_kernel():
