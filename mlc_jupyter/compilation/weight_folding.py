@@ -470,26 +470,25 @@ def _digits(block: Any, index: list[Any]) -> Digits:
         if isinstance(expr, t.FloorDiv | t.FloorMod) and isinstance(expr.b, t.IntImm):
             cuts.add(int(expr.b.value))
         stack.extend(getattr(expr, name) for name in ("a", "b", "value") if hasattr(expr, name))
-    iters = [iv.var for iv in block.iter_vars]
-    forms: list[tuple[list[tuple[int, int]], int]] = []
-    radices: list[int] = []
+    splits = []  # each iterator's digits' weights, the most significant first (C order)
     for iv in block.iter_vars:
         extent, points = int(iv.dom.extent), [1]
         for cut in sorted(cuts):
             if 1 < cut < extent and extent % cut == 0 and cut % points[-1] == 0:
                 points.append(cut)
-        bounds = [*points, extent]
-        first = len(radices)
-        radices.extend(bounds[k + 1] // bounds[k] for k in reversed(range(len(points))))
-        weights = list(reversed(points))  # the most significant digit first, as C order
-        forms.append(([(first + k, w) for k, w in enumerate(weights)], 0))
-    dense = []
-    for terms, constant in forms:
+        splits.append((extent, points[::-1]))
+    radices = []  # each digit's extent: the weight above it over its own
+    for extent, weights in splits:
+        radices.extend(
+            upper // weight for upper, weight in zip([extent, *weights[:-1]], weights, strict=True)
+        )
+    forms, first = [], 0
+    for _, weights in splits:
         coefficients = [0] * len(radices)
-        for digit, weight in terms:
-            coefficients[digit] = weight
-        dense.append((coefficients, constant))
-    return Digits(iters, dense, radices)
+        coefficients[first : first + len(weights)] = weights
+        forms.append((coefficients, 0))
+        first += len(weights)
+    return Digits([iv.var for iv in block.iter_vars], forms, radices)
 
 
 def _affine(expr: Any, digits: Digits) -> Affine | None:
@@ -549,7 +548,9 @@ def _strided_view(array: np.ndarray, index: Any, digits: Digits, write: bool = F
 
     Raises :class:`NotALayoutCopy` for an index outside the array."""
     sums = [_affine(i, digits) for i in index]
-    if len(sums) != array.ndim or any(s is None for s in sums) or len(digits.radices) > 32:
+    if len(sums) != array.ndim or any(s is None or s[1] < 0 for s in sums):
+        return None  # the gather of :func:`layout_copy` then checks and runs it
+    if len(digits.radices) > 32:  # NumPy's most dimensions
         return None
     if write and not array.flags.c_contiguous:
         return None

@@ -144,7 +144,8 @@ def test_a_copy_whose_index_leaves_its_input_is_not_run_as_a_layout_copy():
     a = te.placeholder((8, 4), name="A")
     b = te.compute((8, 4), lambda i, j: a[i, j + 1], name="B")  # j + 1 reaches column 4
     c = te.compute((8, 4), lambda i, j: a[i, 4 - j], name="C")  # 4 - 0 too
-    for copy in (b, c):
+    d = te.compute((8, 4), lambda i, j: a[i, -1], name="D")  # a column before the first
+    for copy in (b, c, d):
         with pytest.raises(NotALayoutCopy, match="leaves its axis"):
             layout_copy(te.create_prim_func([a, copy]), [np.ones((8, 4), "float32")])
 
