@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..compilation import build_module, device_for, wait_for_saved_builds
-from ..compilation.call import prepare, to_device
+from ..compilation.call import prepare, relax_vm, to_device
 from ..compilation.remote import RemoteModules
 from ..errors import MLCError
 from ..measure import Sampling, time_module
@@ -110,7 +110,8 @@ ARG_SETS = 3
 
 
 class KernelSamplers:
-    """Samplers of kernels of one workload that time on the *same* argument buffers.
+    """Samplers of kernels of one workload (or of whole Relax models of one signature) that
+    time on the *same* argument buffers.
 
     Where a buffer lands in memory can change a kernel's speed by a good margin (docs/
     DEVELOPING.md, "Measured while building the tuner"). Kernels given their own buffers would
@@ -145,7 +146,7 @@ class KernelSamplers:
             inputs = tuple(random_inputs(sig, 0))
             self._sets[key] = [to_device(built, sig, inputs)[0] for _ in range(self.arg_sets)]
         sets = self._sets[key]
-        runtime = built.executable.mod
+        runtime = relax_vm(built) if sig.relax else built.executable.mod
         func = runtime[sig.name]
         device = device_for(built.target)
         func(*sets[0])  # the first call pays one-time costs

@@ -1,8 +1,9 @@
 """A model's tuning times each way of a 3x3 layer (direct, the Winograd tiles in reach) and
 computes it the fastest way: ResNet-18's 7x7x512 layer (which the build computes directly; not
-the first layer, whose input transpose the build folds) is timed alone each way, the answer is
-kept in the work dir (a resumed run makes the same plan without timing again), the plan's
-kernels follow it, and the tuned model agrees with PyTorch whichever way the layer went."""
+the first layer, whose input transpose the build folds) is timed alone each way, a way faster
+alone is timed again in the whole model, the answer is kept in the work dir (a resumed run makes
+the same plan without timing again), the plan's kernels follow it, and the tuned model agrees
+with PyTorch whichever way the layer went."""
 
 from __future__ import annotations
 
@@ -68,9 +69,27 @@ def test_a_layer_is_timed_each_way_and_changed_only_where_clearly_faster(layer):
     assert choice.key == LAYER and choice.build == winograd.DIRECT
     assert set(choice.seconds) == {winograd.DIRECT, 2} and min(choice.seconds.values()) > 0
     direct_s, f2_s = choice.seconds[winograd.DIRECT], choice.seconds[2]
-    wanted = f2_s < direct_s * (1 - KEEP_MARGIN)
-    assert winograd_layers.chosen([choice]) == ({LAYER: 2} if wanted else {})
     assert f"direct {direct_s * 1e6:.0f} us, F(2x2) {f2_s * 1e6:.0f} us" in choice.note()
+    if f2_s >= direct_s * (1 - KEEP_MARGIN):  # not faster alone: the model is not timed
+        assert choice.in_model is None and winograd_layers.chosen([choice]) == {}
+        return
+    # faster alone: the whole model is timed both ways, and decides
+    model = choice.in_model
+    assert model is not None and set(model) == {winograd.DIRECT, 2} and min(model.values()) > 0
+    wanted = model[2] < model[winograd.DIRECT] * (1 - KEEP_MARGIN)
+    assert winograd_layers.chosen([choice]) == ({LAYER: 2} if wanted else {})
+    assert (
+        f"the whole model, in turns: direct {model[winograd.DIRECT] * 1e3:.3f} ms" in choice.note()
+    )
+
+
+def test_the_whole_model_is_timed_as_built_and_with_the_layer_changed(layer):
+    _, _, imported = layer
+    built = winograd_layers.LayerChoice(LAYER, winograd.DIRECT)
+    model = winograd_layers.time_in_model(imported.mod, resolve_target("llvm"), built, 2)
+    assert model is not None and set(model) == {winograd.DIRECT, 2}
+    # two 7x7x512 convolutions: a few milliseconds a call either way
+    assert all(1e-4 < seconds < 1.0 for seconds in model.values())
 
 
 def test_the_build_s_way_stays_unless_another_is_clearly_faster():
@@ -81,6 +100,31 @@ def test_the_build_s_way_stays_unless_another_is_clearly_faster():
     assert faster.tile == 0 and faster.note().startswith(f"{LAYER}: now direct")
     untimed = winograd_layers.LayerChoice(LAYER, 0, {0: None, 2: 1e-4})
     assert untimed.tile == 0 and "direct not timed" in untimed.note()
+
+
+def test_a_way_faster_alone_is_taken_only_where_the_model_is_clearly_faster_with_it():
+    alone = {0: 1.0e-3, 2: 0.6e-3}
+    level = winograd_layers.LayerChoice(LAYER, 0, alone, in_model={0: 10.0e-3, 2: 9.9e-3})
+    assert level.fastest_alone == 2 and level.tile == 0
+    assert winograd_layers.chosen([level]) == {}
+    assert level.note() == (
+        f"{LAYER}: kept as built (the build's: direct; alone, in turns: direct 1000 us, "
+        "F(2x2) 600 us; the whole model, in turns: direct 10.000 ms, F(2x2) 9.900 ms)"
+    )
+    faster = winograd_layers.LayerChoice(LAYER, 0, alone, in_model={0: 10.0e-3, 2: 9.0e-3})
+    assert faster.tile == 2 and faster.note().startswith(f"{LAYER}: now F(2x2)")
+    # a model that cannot run here (inputs it cannot make) leaves the answer alone
+    untimed = winograd_layers.LayerChoice(LAYER, 0, alone)
+    assert untimed.tile == 2
+
+
+def test_the_answers_come_back_from_the_work_dir_as_they_were_found():
+    choices = [
+        winograd_layers.LayerChoice(LAYER, 0, {0: 1e-3, 2: 6e-4}, in_model={0: 1e-2, 2: 9.9e-3}),
+        winograd_layers.LayerChoice("other", 4, {0: 3e-4, 2: None, 4: 2e-4}),
+    ]
+    saved = json.loads(json.dumps(winograd_layers.as_saved(choices)))
+    assert winograd_layers.choose_layers(None, None, saved) == choices
 
 
 def test_the_plan_keeps_its_answer_and_a_resumed_run_takes_it_without_timing(
