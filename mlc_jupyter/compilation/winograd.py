@@ -411,13 +411,13 @@ def schedule_winograd(sch: Any, lanes: int, decisions: Decisions | None = None) 
 
 
 #: Output sizes from which a layer gets F(4x4, 3x3) / F(2x2, 3x3) (the rest: direct). F(2x2)
-#: also ran ResNet-18's 7x7 layers faster than the direct convolution inside the model, but its
-#: three more Winograd kernels made the cold build slower than the issue allows
-#: (``bench/results/bench_winograd_*``): 7x7 stays direct in a build.
+#: on ResNet-18's 7x7 layers ran the model faster on one machine and level with the direct
+#: convolution on others, and its Winograd kernels make the cold build slower than the issue
+#: allows (``bench/results/bench_winograd_*``): 7x7 stays direct in a build.
 TILE_FROM = {4: 28, 2: 14}
 #: Output sizes from which a model's tuning may time each tile on a layer (:func:`tile_options`):
 #: a tune spends minutes, so a build's compile time does not weigh; the tuner times each way of
-#: the layer and keeps the fastest (:mod:`mlc_jupyter.tune.winograd_layers`).
+#: the layer, alone and in the model, and keeps the fastest (:mod:`mlc_jupyter.tune.winograd_layers`).
 TUNE_TILE_FROM = {4: 28, 2: 7}
 #: The largest transformed weight (bytes) a layer may get with F(4x4, 3x3) / F(2x2, 3x3): a
 #: batch-1 convolution reads all of it at every call, and F(4x4)'s is 4x the direct weight,

@@ -6,8 +6,8 @@ trials on warming up. Here:
 
 1. The model is prepared as a build prepares it (:mod:`~mlc_jupyter.compilation.default_schedule`:
    legalised, fused, each kernel given a default schedule), except that each 3x3 layer that can
-   be computed directly or with a Winograd tile is timed each way and computed the fastest way
-   (:mod:`.winograd_layers`; not with ``func``); those kernels are the
+   be computed directly or with a Winograd tile is timed each way, alone and in the model, and
+   computed the fastest way (:mod:`.winograd_layers`; not with ``func``); those kernels are the
    tasks, and so are the PrimFuncs the module brings itself (called with ``R.call_tir`` or
    ``R.call_dps_packed``), unless their shapes are symbolic. ``func`` picks one (the book's §4.6).
 2. A per-kernel profile of that model gives each task its share of the model's latency;
