@@ -6,6 +6,7 @@ import html
 import math
 from typing import Any
 
+from ..compilation.targets import is_cpu
 from ..measure.machine import cached_machine_limits
 from ..tune.report import ModelTask, TuneProgress, TuneResult
 from .highlight import PLAIN_PRE
@@ -464,9 +465,14 @@ def result_text(result: TuneResult) -> str:
                 + ", ".join(f"{k} {_duration(v)}" for k, v in result.phases.items())
                 + (f" of {_duration(result.time_budget_s)}" if result.time_budget_s else "")
             )
+        cold = (
+            ", its weights flushed from the caches as the model leaves them"
+            if result.rpc is None and is_cpu(result.target)
+            else ""
+        )
         lines.append(
             "  kernels  default and tuned: each kernel per call, timed in turns on the same "
-            "buffers (a progress line's 'best candidate' is the search's own timing)"
+            f"buffers{cold} (a progress line's 'best candidate' is the search's own timing)"
         )
         lines += ["  " + line for line in _aligned(model_task_rows(result))]
     lines += [f"  note: {note}" for note in result.notes]

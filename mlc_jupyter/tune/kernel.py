@@ -94,6 +94,7 @@ class _Run:
     peak_gflops: float | None = None
     notes: tuple[str, ...] = ()  # what the run fixed (scalar parameters bound to values)
     rpc_servers: RPCServers | None = None  # what the search saw of the RPC servers
+    cold: bool = False  # the top records re-timed with the weights flushed (SearchOptions.cold)
 
     @property
     def remaining(self) -> int:
@@ -226,7 +227,10 @@ def _prepare(
     measured = measured_before(database, tasks)
     log_path = work / "logs" / LOG_NAME
     peak = None if rpc_spec else _peak_gflops(target, tasks)
-    return _Run(tasks, target, work, database, log_path, rpc_spec, budget, measured, spaces, peak)
+    return _Run(
+        tasks, target, work, database, log_path, rpc_spec, budget, measured, spaces, peak,
+        cold=search.cold and rpc_spec is None,
+    )  # fmt: skip
 
 
 def _refuse_scalar_parameters(tasks: Tasks) -> None:
@@ -418,7 +422,7 @@ def _result(
 ) -> TuneResult:
     """Pick the best schedules, time them against the untuned workload, build the result."""
     tasks = run.tasks
-    best = best_schedules(run.database, tasks, run.target, retime=run.rpc is None)
+    best = best_schedules(run.database, tasks, run.target, retime=run.rpc is None, cold=run.cold)
     if not best.mods:
         raise TuneError(
             "no candidate ran successfully, so there is nothing to return"

@@ -43,8 +43,11 @@ def _mean(record: Any) -> float | None:
     return sum(secs) / len(secs) if secs else None
 
 
-def best_schedules(database: Any, tasks: Tasks, target: Any, *, retime: bool = True) -> Best:
-    """Each task's best schedule in ``database`` (TensorIR: the top records re-timed in turns).
+def best_schedules(
+    database: Any, tasks: Tasks, target: Any, *, retime: bool = True, cold: bool = False
+) -> Best:
+    """Each task's best schedule in ``database`` (TensorIR: the top records re-timed in turns,
+    ``cold`` as :class:`~.timing.KernelSamplers` has it).
 
     ``retime=False`` (candidates measured on an RPC device, which this machine cannot time)
     takes each task's fastest record as measured.
@@ -62,7 +65,7 @@ def best_schedules(database: Any, tasks: Tasks, target: Any, *, retime: bool = T
                 out.mods[name], out.traces[name] = _scheduled(mod, top[0].trace), top[0].trace
             continue
         contenders = []
-        samplers = KernelSamplers(target)
+        samplers = KernelSamplers(target, cold=cold)
         for record in top:
             scheduled = _scheduled(mod, record.trace)
             try:

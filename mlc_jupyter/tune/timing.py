@@ -10,25 +10,31 @@ Close contenders (the top few records of a search) are timed *in turns*
 A slow spell of the machine (another process, a busy host under a virtual machine;
 docs/DEVELOPING.md, "Measured while building the tuner") then slows every contender alike
 instead of deciding which one wins.
+
+A model's kernels are timed *cold* where they are chosen (:class:`KernelSamplers`, ``cold``):
+in the model each kernel finds its weights in memory, since the layers between two calls evict
+them, while a kernel called again and again finds them in its caches. A schedule that wins warm
+can lose cold, and in the model (``bench/results/bench_tune_cold_choice_*``).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..compilation import build_module, device_for, wait_for_saved_builds
+from ..compilation import build_module, device_for, is_cpu, wait_for_saved_builds
 from ..compilation.call import prepare, relax_vm, to_device
 from ..compilation.remote import RemoteModules
 from ..errors import MLCError
 from ..measure import Sampling, time_module
 from ..measure.inputs import random_inputs
 from ..measure.turns import Sampler, in_turns
-from ..tvm_compat import remove_weight_layout_rewrite, tvm
+from ..tvm_compat import kernel_timer, remove_weight_layout_rewrite, tensor_type, tvm
 from .search.threads import on_measure_thread, target_cores
 
 __all__ = [
@@ -118,15 +124,25 @@ class KernelSamplers:
     race on that lottery; here every sampler uses set ``k`` on its ``k``-th sample, cycling over
     ``arg_sets`` sets, so in :func:`in_turns` each round compares the kernels on the same buffers
     and the median skips an unlucky set.
+
+    ``cold``: a kernel's sample is the median of single calls, each after every argument but
+    the first is flushed from the CPU caches (a model's kernel reads its weights from memory);
+    whole models, GPU kernels and kernels with scalar arguments are timed warm.
     """
 
     def __init__(
-        self, target: Any, name: str = "main", min_sample_s: float = 0.05, arg_sets: int = ARG_SETS
+        self,
+        target: Any,
+        name: str = "main",
+        min_sample_s: float = 0.05,
+        arg_sets: int = ARG_SETS,
+        cold: bool = False,
     ) -> None:
         self.target = target
         self.name = name
         self.min_sample_s = min_sample_s
         self.arg_sets = max(1, arg_sets)
+        self.cold = cold
         self._sets: dict[str, list[list[Any]]] = {}
 
     def add(self, mod: Any) -> Sampler:
@@ -156,9 +172,25 @@ class KernelSamplers:
         device.sync()  # a GPU call returns at launch: time the kernel, not the launch
         once = max(time.perf_counter() - start, 1e-9)
         number = max(1, min(1 << 20, math.ceil(self.min_sample_s / once)))
-        evaluator = runtime.time_evaluator(sig.name, device, number=number, repeat=1)
         turn = itertools.cycle(range(len(sets)))
+        if self.cold and _flushable(built, sets[0]):
+            calls = max(3, min(MAX_COLD_CALLS, number))
+            cold = kernel_timer(runtime, sig.name, device, calls, cold=True)
+            return lambda: statistics.median(cold(*sets[next(turn)]).results)
+        evaluator = runtime.time_evaluator(sig.name, device, number=number, repeat=1)
         return lambda: float(evaluator(*sets[next(turn)]).mean)
+
+
+#: The most single calls one cold sample makes (each after a cache flush).
+MAX_COLD_CALLS = 200
+
+
+def _flushable(built: Any, args: Sequence[Any]) -> bool:
+    """Whether a cold sample can flush ``args``: a CPU kernel (not a model) whose arguments
+    are all tensors (TVM's flush reads every argument but the first as one)."""
+    return (
+        not built.relax and is_cpu(built.target) and all(isinstance(a, tensor_type()) for a in args)
+    )
 
 
 def kernel_sampler(
@@ -183,10 +215,13 @@ KEEP_MARGIN = 0.02
 COMPARE_ROUNDS = 5
 
 
-def compare_in_turns(before: Any, after: Any, target: Any) -> tuple[float | None, float | None]:
+def compare_in_turns(
+    before: Any, after: Any, target: Any, cold: bool = False
+) -> tuple[float | None, float | None]:
     """Seconds per call of ``before["main"]`` and ``after["main"]``, timed in turns on shared
-    buffers (``None, None`` when either cannot be built or called)."""
-    samplers = KernelSamplers(target)
+    buffers (``None, None`` when either cannot be built or called); ``cold`` as
+    :class:`KernelSamplers` has it."""
+    samplers = KernelSamplers(target, cold=cold)
     try:
         both = [samplers.add(before), samplers.add(after)]
     except MLCError:

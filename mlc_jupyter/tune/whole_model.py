@@ -47,7 +47,7 @@ from pathlib import Path
 from time import perf_counter
 from typing import Any
 
-from ..compilation import build_module
+from ..compilation import build_module, is_cpu
 from ..errors import MLCError, TuneError
 from ..measure import time_functions
 from ..results import ImportedModel
@@ -130,6 +130,8 @@ def tune_model(
     """
     mod = getattr(model, "mod", model)
     target = tuning_target(target)
+    # its kernels read their weights from memory in the model: chosen cold (timing.py)
+    search = dataclasses.replace(search, cold=is_cpu(target) and search.rpc is None)
     work = Path(work_dir) if work_dir else work_dir_for(mod, target, "model", str(func or ""))
     with hold_work_dir(work, wait=search.wait, on_wait=waiting_progress(search.on_progress, work)):
         return _tune_model(
@@ -266,7 +268,9 @@ def _tune_groups(
             out.notes.append(f"{task.name} keeps its default schedule: {err}")
             out.rows += _default_rows(group)
             continue
-        before, after = _compare(task, result.mod, target) if search.rpc is None else (None, None)
+        before, after = (
+            _compare(task, result.mod, target, search.cold) if search.rpc is None else (None, None)
+        )
         spent = perf_counter() - began
         ledger.note(result.elapsed_s, result.trials_new, spent)
         keep = clearly_faster(after, before)
@@ -324,7 +328,7 @@ def _replay_on(
     before = after = None
     if replay.mod is not None and search.rpc is None:
         before, after = compare_in_turns(
-            kernel_module(kernel.default), kernel_module(replay.mod["main"]), target
+            kernel_module(kernel.default), kernel_module(replay.mod["main"]), target, search.cold
         )
     keep = replay.mod is not None and (clearly_faster(after, before) or search.rpc is not None)
     if replay.mod is None:
@@ -422,11 +426,14 @@ def _seed_with_default(task: KernelTask, target: Any, work: Path) -> bool:
     return True
 
 
-def _compare(task: KernelTask, tuned: Any, target: Any) -> tuple[float | None, float | None]:
-    """The default and the tuned kernel's seconds per call, timed in turns on shared buffers."""
+def _compare(
+    task: KernelTask, tuned: Any, target: Any, cold: bool
+) -> tuple[float | None, float | None]:
+    """The default and the tuned kernel's seconds per call, timed in turns on shared buffers
+    (``cold``: their weights flushed, as in the model)."""
     if tuned is None:
         return None, None
-    return compare_in_turns(kernel_module(task.default), kernel_module(tuned["main"]), target)
+    return compare_in_turns(kernel_module(task.default), kernel_module(tuned["main"]), target, cold)
 
 
 def _assemble(prepared: Any, chosen: dict[str, Any]) -> Any:
