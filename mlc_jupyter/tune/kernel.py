@@ -153,6 +153,7 @@ def _tune_run(
     unpin_this_thread()
     load_tensor_intrinsics(run.target, run.spaces.tensor_intrinsics)
     shared = _shared_state(run.measured)
+    shared.cold = run.cold
     shared.deadline = deadline or run.budget.start()
     if is_cuda(run.target) and run.rpc is None:
         shared.compiler = cuda_compiler()

@@ -27,8 +27,9 @@ class SearchOptions:
     ``seed``, its ``space`` (:mod:`.spaces.choice`), ``rpc`` (``HOST:PORT:KEY`` of the devices that
     measure) and ``on_progress``, which hears every round. ``wait``: a work dir another run
     holds is waited for (the progress says so); ``False`` fails at once (:mod:`.work_lock`).
-    ``cold``: the top records are re-timed, and compared with the kernel's default, with the
-    weights flushed from the CPU caches (:class:`.timing.KernelSamplers`); a model's tuning on a
+    ``cold``: candidates are measured, the top records re-timed and compared with the kernel's
+    default with the weights flushed from the CPU caches before each call
+    (:class:`.timing.KernelSamplers`, :class:`.search.runner.ModuleClock`); a model's tuning on a
     CPU sets it, since its kernels read their weights from memory in the model.
     """
 

@@ -11,10 +11,11 @@ A slow spell of the machine (another process, a busy host under a virtual machin
 docs/DEVELOPING.md, "Measured while building the tuner") then slows every contender alike
 instead of deciding which one wins.
 
-A model's kernels are timed *cold* where they are chosen (:class:`KernelSamplers`, ``cold``):
-in the model each kernel finds its weights in memory, since the layers between two calls evict
-them, while a kernel called again and again finds them in its caches. A schedule that wins warm
-can lose cold, and in the model (``bench/results/bench_tune_cold_choice_*``).
+A model's kernels are timed *cold* (:class:`KernelSamplers`, ``cold``; the search's candidates
+too, :class:`~.search.runner.ModuleClock`): in the model each kernel finds its weights in memory,
+since the layers between two calls evict them, while a kernel called again and again finds them
+in its caches. A schedule that wins warm can lose cold, and in the model
+(``bench/results/bench_tune_cold_choice_*``).
 """
 
 from __future__ import annotations

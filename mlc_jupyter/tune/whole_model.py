@@ -261,7 +261,9 @@ def _tune_groups(
             with hold_work_dir(
                 work, wait=search.wait, on_wait=waiting_progress(search.on_progress, work)
             ):
-                seeded = task.trace is not None and _seed_with_default(task, target, work)
+                seeded = task.trace is not None and _seed_with_default(
+                    task, target, work, search.cold
+                )
                 slot = ledger.deadline.within(task_time)
                 result = _tune_task(task, target, task_trials, slot, work, options)
         except TuneError as err:  # one kernel's failed search must not lose the others'
@@ -408,16 +410,17 @@ def _tune_task(
     )
 
 
-def _seed_with_default(task: KernelTask, target: Any, work: Path) -> bool:
+def _seed_with_default(task: KernelTask, target: Any, work: Path, cold: bool) -> bool:
     """Commit the default schedule to the database as a measured record (once per task), so the
-    evolutionary search starts from it; ``True`` when it did now."""
+    evolutionary search starts from it, timed as its candidates are (``cold``); ``True`` when it
+    did now."""
     task_mod = task.workload
     database = create_database(work)
     if database.has_workload(task_mod) and database.get_top_k(
         database.commit_workload(task_mod), 1
     ):
         return False
-    samplers = KernelSamplers(target)
+    samplers = KernelSamplers(target, cold=cold)
     try:
         seconds = in_turns([samplers.add(kernel_module(task.default))], 1)[0]
     except MLCError:

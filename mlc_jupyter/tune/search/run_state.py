@@ -45,6 +45,7 @@ class Shared:
         self.counter = itertools.count()
         self.tick: Callable[[str], None] | None = None
         self.compiler = ""  # "nvrtc" or "nvcc" when candidates are GPU kernels
+        self.cold = False  # candidates timed with their weights flushed (SearchOptions.cold)
 
     def out_of_time(self) -> bool:
         """The time budget ran out and something was measured: the rest of a batch is skipped

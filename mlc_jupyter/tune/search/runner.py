@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...measure.inputs import random_array
-from ...tvm_compat import derived_object, metaschedule, tensor
+from ...tvm_compat import derived_object, kernel_timer, metaschedule, tensor
 from .candidate_builder import Pending, compile_all
 from .policy import BRIEF_BUDGET_S, measure
 from .run_state import BUILD_FAILED, INTERRUPTED, KNOWN_PREFIX, Shared
@@ -30,13 +30,16 @@ ENTRY = "main"
 
 
 class ModuleClock:
-    """A :class:`~.policy.KernelClock` over a compiled candidate's entry function."""
+    """A :class:`~.policy.KernelClock` over a compiled candidate's entry function; ``cold``
+    times single calls, each after every argument but the first is flushed from the CPU caches
+    (a model's kernel finds its weights in memory)."""
 
-    def __init__(self, rt_mod: Any, args: list[Any], device: Any) -> None:
+    def __init__(self, rt_mod: Any, args: list[Any], device: Any, cold: bool = False) -> None:
         self.mod = getattr(rt_mod, "mod", rt_mod)  # tvm.compile returns an Executable
         self.func = self.mod[ENTRY]
         self.args = args
         self.device = device
+        self.cold = cold
 
     def first_call(self) -> float:
         start = time.perf_counter()
@@ -45,19 +48,24 @@ class ModuleClock:
         return time.perf_counter() - start
 
     def probe(self) -> float:
-        evaluator = self.mod.time_evaluator(ENTRY, self.device, number=1, repeat=1)
+        evaluator = kernel_timer(self.mod, ENTRY, self.device, 1, self.cold)
         return float(evaluator(*self.args).mean)
 
     def repeats(self, number: int, repeat: int) -> list[float]:
+        if self.cold:  # each reading the mean of ``number`` single calls, each flushed first
+            calls = kernel_timer(self.mod, ENTRY, self.device, number * repeat, cold=True)
+            secs = [float(x) for x in calls(*self.args).results]
+            return [sum(secs[i : i + number]) / number for i in range(0, len(secs), number)]
         evaluator = self.mod.time_evaluator(ENTRY, self.device, number=number, repeat=repeat)
         return [float(x) for x in evaluator(*self.args).results]
 
 
 def time_candidate(
-    rt_mod: Any, args: list[Any], device: Any, best: float | None, budget_s: float
-) -> tuple[list[float], bool]:
+    rt_mod: Any, args: list[Any], device: Any, best: float | None, budget_s: float,
+    cold: bool = False,
+) -> tuple[list[float], bool]:  # fmt: skip
     """The policy's timing of one compiled candidate (run it on the measuring thread)."""
-    return measure(ModuleClock(rt_mod, args, device), best, budget_s)
+    return measure(ModuleClock(rt_mod, args, device, cold), best, budget_s)
 
 
 @derived_object
@@ -142,7 +150,7 @@ class InProcessRunner(ms.runner.PyRunner):
                 args = _alloc_args(list(item.args_info), self.device, self.arg_cache)
                 secs, early = on_measure_thread(
                     self.cores, time_candidate, rt_mod, args, self.device, shared.best.get(task),
-                    self.budget_s,
+                    self.budget_s, shared.cold,
                 )  # fmt: skip
             except Exception as err:  # noqa: BLE001 - counted by the callback, not dropped
                 futures.append(_done(None, str(err)))
