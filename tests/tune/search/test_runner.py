@@ -16,9 +16,9 @@ def _clock(monkeypatch, cold: bool) -> tuple[runner.ModuleClock, list[tuple[int,
     made = []
     real = runner.kernel_timer
 
-    def spy(library, symbol, device, repeat, flush):
-        made.append((repeat, flush))
-        return real(library, symbol, device, repeat, flush)
+    def spy(library, symbol, device, repeat, cold):
+        made.append((repeat, cold))
+        return real(library, symbol, device, repeat, cold)
 
     monkeypatch.setattr(runner, "kernel_timer", spy)
     target = resolve_target(None)
