@@ -157,7 +157,8 @@ def _tune_model(
     groups = join_variants(group_tasks(tuned_tasks)) if func is None else group_tasks(tuned_tasks)
     kernels_root = work / KERNELS_DIR if given else None
     dirs = {
-        t.name: _kernel_dir(t.workload, target, search.space, kernels_root) for t in tuned_tasks
+        t.name: _kernel_dir(t.workload, target, search.space, kernels_root, search.cold)
+        for t in tuned_tasks
     }
     if fresh:  # each kernel's database moved aside under its own lock
         for path in set(dirs.values()):
@@ -219,10 +220,12 @@ def _tune_model(
     )
 
 
-def _kernel_dir(workload: Any, target: Any, space: Any, root: Path | None) -> Path:
-    """A kernel's work dir: the one ``%mlc_tune`` of that kernel alone uses (``root``: under a
-    work dir the user gave), so every model with this kernel shares its records."""
-    key = choose_spaces([workload], target, space).key
+def _kernel_dir(workload: Any, target: Any, space: Any, root: Path | None, cold: bool) -> Path:
+    """A kernel's work dir (``root``: under a work dir the user gave), so every model with this
+    kernel shares its records. Records timed ``cold`` keep their own database: beside a warm
+    record (``%mlc_tune`` of that kernel alone) a cold one would look slow for its timing, not
+    its schedule."""
+    key = choose_spaces([workload], target, space).key + ("|cold" if cold else "")
     return work_dir_for(workload, target, "tir", key, root)
 
 

@@ -19,6 +19,7 @@ from mlc_jupyter.errors import TuneError
 from mlc_jupyter.models import import_model
 from mlc_jupyter.tune import tune
 from mlc_jupyter.tune.model_plan import MIN_SHARE
+from mlc_jupyter.tune.records import read_database
 
 #: The book's section 4.6 module: linear0 in TensorIR (fixed shapes), the rest from the runtime.
 MIXTURE = """
@@ -220,6 +221,16 @@ def test_kernels_of_one_structure_are_tuned_once_and_both_use_the_result(tmp_pat
     x, w0, w1 = (rng.random(s, dtype="float32") for s in [(1, 64), (64, 64), (64, 64)])
     expected = (x @ w0.T) @ w1.T
     np.testing.assert_allclose(build_module(result)(x, w0, w1), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_a_models_cold_records_stay_apart_from_the_same_kernel_tuned_alone_warm():
+    kernel = parse("@tvm.script.ir_module\nclass One:" + _DENSE.format(name="main"))
+    alone = tune(kernel, trials=8, per_iter=8)  # its records timed warm, again and again
+    warm = len(read_database(Path(alone.work_dir)).get_all_tuning_records())
+    twins = parse(TWINS, "relax")
+    result = tune(twins, trials=16, per_iter=8)  # a model's on a CPU timed cold
+    assert Path(result.task_work_dirs["dense_a"]) != Path(alone.work_dir)
+    assert len(read_database(Path(alone.work_dir)).get_all_tuning_records()) == warm
 
 
 def tvm_equal(a, b):
