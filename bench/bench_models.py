@@ -182,6 +182,11 @@ OTHERS = (
 RUNTIMES = ("openvino(eager)", "onnxruntime(eager)", "torch.compile+freezing(eager)")
 
 
+def _kept_default(res: dict) -> bool:
+    """The tune kept the default build, so its row races the default build against itself."""
+    return res["tuned"] is not None and res["tuned"].kept == "default build"
+
+
 def _ratio(slow: float | None, fast: float | None) -> str:
     return f"{slow / fast:.2f}x" if slow and fast else "-"
 
@@ -200,7 +205,8 @@ def print_results(results: list[dict]) -> None:
         rows.append((
             res["name"], *(_ms(row.get(name)) for _, name in OTHERS),
             _ms(row.get("tvm_as_built")), _ms(default), _ms(tuned),
-            _ratio(best, default), _ratio(best, tuned), _ratio(default, tuned),
+            _ratio(best, default), _ratio(best, tuned),
+            _ratio(default, tuned) + (" (same build)" if _kept_default(res) else ""),
             f"{res['tune_s'] / 60:.1f} min" if tuned else "-",
         ))  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
@@ -229,6 +235,10 @@ def print_results(results: list[dict]) -> None:
                   f"{'yes' if best / tuned >= 1.3 else 'no'} ({best / tuned:.2f}x); at least "
                   f"1.15x its default: {'yes' if default / tuned >= 1.15 else 'no'} "
                   f"({default / tuned:.2f}x)")  # fmt: skip
+            if _kept_default(res):
+                print(f"{res['name']}: the tuner kept the default build (its tuned model timed "
+                      "slower), so 'TVM tuned' is the default build timed again: the two rows "
+                      "differ by the host's noise, not by tuning")  # fmt: skip
     for res in results:
         for t in res["report"].timings:
             if t.error:
