@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tvm
 from build_support import matmul
+from timing_support import spy_on_kernel_timer
 
 from mlc_jupyter.tune import timing
 from mlc_jupyter.tune.options import tuning_target
@@ -85,21 +86,8 @@ def test_without_time_for_a_second_timing_the_contradiction_is_said_at_once():
     assert len(calls) == 1 and "yet the whole tuned model timed slower" in verdict.notes[0]
 
 
-def _spy_on_kernel_timer(monkeypatch) -> list[tuple[int, bool]]:
-    """Each cold timer a sampler makes: its calls and whether it flushes (TVM's real timer)."""
-    made = []
-    real = timing.kernel_timer
-
-    def spy(library, symbol, device, repeat, cold):
-        made.append((repeat, cold))
-        return real(library, symbol, device, repeat, cold)
-
-    monkeypatch.setattr(timing, "kernel_timer", spy)
-    return made
-
-
 def test_a_cold_sample_is_single_calls_each_after_the_weights_are_flushed(monkeypatch):
-    made = _spy_on_kernel_timer(monkeypatch)
+    made = spy_on_kernel_timer(monkeypatch, timing)
     sample = timing.KernelSamplers(tuning_target(None), cold=True).add(_workload())
     seconds = [sample() for _ in range(2)]
     assert all(s > 0 for s in seconds)
@@ -107,12 +95,12 @@ def test_a_cold_sample_is_single_calls_each_after_the_weights_are_flushed(monkey
 
 
 def test_a_warm_sample_flushes_nothing(monkeypatch):
-    made = _spy_on_kernel_timer(monkeypatch)
+    made = spy_on_kernel_timer(monkeypatch, timing)
     sample = timing.KernelSamplers(tuning_target(None)).add(_workload())
     assert sample() > 0 and made == []
 
 
 def test_a_whole_model_is_sampled_warm_even_when_asked_cold(monkeypatch, book_mlp):
-    made = _spy_on_kernel_timer(monkeypatch)
+    made = spy_on_kernel_timer(monkeypatch, timing)
     sample = timing.KernelSamplers(tuning_target(None), cold=True).add(book_mlp[1].mod)
     assert sample() > 0 and made == []  # a model's layers evict each other's weights themselves

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from build_support import matmul
+from timing_support import spy_on_kernel_timer
 
 from mlc_jupyter.compilation import device_for
 from mlc_jupyter.compilation.targets import resolve_target
@@ -13,14 +14,7 @@ from mlc_jupyter.tvm_compat import tensor, tvm
 
 
 def _clock(monkeypatch, cold: bool) -> tuple[runner.ModuleClock, list[tuple[int, bool]]]:
-    made = []
-    real = runner.kernel_timer
-
-    def spy(library, symbol, device, repeat, cold):
-        made.append((repeat, cold))
-        return real(library, symbol, device, repeat, cold)
-
-    monkeypatch.setattr(runner, "kernel_timer", spy)
+    made = spy_on_kernel_timer(monkeypatch, runner)
     target = resolve_target(None)
     device = device_for(target)
     rng = np.random.default_rng(0)
