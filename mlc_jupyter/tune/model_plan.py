@@ -32,7 +32,7 @@ from ..tvm_compat import (
 )
 from .database_files import write_lines
 from .tasks import collect_tasks, scalar_params
-from .winograd_layers import as_saved, choose_layers, chosen
+from .winograd_layers import LayerChoice, as_saved, choose_layers, chosen, close_calls
 
 #: A kernel with a smaller share of the model's latency keeps its default schedule.
 MIN_SHARE = 0.01
@@ -91,6 +91,9 @@ class ModelPlan:
     default_build: Any = None  # the model a build makes (``prepared`` when no layer changed)
     profiled: bool = True
     final_s: float = 0.0  # what the end of the run is expected to take
+    layers: list[LayerChoice] = field(default_factory=list)  # each layer's ways, as timed
+    #: (a plan of the layers' other ways) its kernels that another plan has too: name -> name there
+    same: dict[str, str] = field(default_factory=dict)
 
 
 def group_tasks(tasks: list[KernelTask]) -> list[TaskGroup]:
@@ -124,29 +127,9 @@ def plan_model(mod: Any, target: Any, func: str | None, origin: Any, work: Path)
     prepared = (
         prepare_model(mod, target, winograd_tiles=layers) if operators else Prepared(mod, fused=mod)
     )
-    plan = ModelPlan(prepared.mod, notes=[c.note() for c in choices])
+    plan = ModelPlan(prepared.mod, notes=[c.note() for c in choices], layers=choices)
     plan.default_build = prepare_model(mod, target).mod if layers else prepared.mod
-    made = set(prepared.scheduled) | set(prepared.unscheduled)
-    for gv, kernel in prepared.mod.functions_items():
-        name = gv.name_hint
-        if not isinstance(kernel, prim_func_type()) or (func is not None and name != func):
-            continue
-        source = prepared.fused[name] if name in made else kernel
-        if not _static(source):
-            plan.skipped.append(f"{name} has symbolic shapes (MetaSchedule tunes fixed shapes)")
-            continue
-        scalars = scalar_params(source)
-        if scalars:
-            listed = ", ".join(f"{p.name}: {var_dtype(p)}" for p in scalars)
-            plan.skipped.append(
-                f"{name} takes a scalar parameter ({listed}) and keeps its default schedule "
-                "(MetaSchedule measures candidates on buffers only; tune it alone with bind)"
-            )
-            continue
-        workload = collect_tasks(tvm().IRModule({name: source}), target).mods[0]
-        plan.tasks.append(
-            KernelTask(name, source, kernel, prepared.traces.get(name), workload=workload)
-        )
+    _add_tasks(plan, prepared, target, func)
     if func is not None and not any(t.name == func for t in plan.tasks) and not plan.skipped:
         names = sorted(
             gv.name_hint
@@ -179,6 +162,51 @@ def plan_model(mod: Any, target: Any, func: str | None, origin: Any, work: Path)
             },
         )
     return plan
+
+
+def plan_other_ways(mod: Any, target: Any, plan: ModelPlan, origin: Any) -> ModelPlan | None:
+    """The model with each close-call layer of ``plan`` (:func:`.winograd_layers.close_calls`)
+    computed the way not taken, its kernels profiled; ``same`` names those ``plan`` has too
+    (structurally equal workloads), whose tuned schedules it can take. ``None`` when no layer
+    was a close call."""
+    other_ways = close_calls(plan.layers)
+    if not other_ways:
+        return None
+    prepared = prepare_model(mod, target, winograd_tiles={**chosen(plan.layers), **other_ways})
+    other = ModelPlan(prepared.mod, default_build=plan.default_build)
+    _add_tasks(other, prepared, target, None)
+    _profile(other, target, origin)
+    for task in other.tasks:
+        match = next((t for t in plan.tasks if structural_equal(t.workload, task.workload)), None)
+        if match is not None:
+            other.same[task.name] = match.name
+    return other
+
+
+def _add_tasks(plan: ModelPlan, prepared: Prepared, target: Any, func: str | None) -> None:
+    """Each kernel of ``prepared`` (``func`` only, when given) as a task of ``plan``, or among
+    its skipped ones with the reason."""
+    made = set(prepared.scheduled) | set(prepared.unscheduled)
+    for gv, kernel in prepared.mod.functions_items():
+        name = gv.name_hint
+        if not isinstance(kernel, prim_func_type()) or (func is not None and name != func):
+            continue
+        source = prepared.fused[name] if name in made else kernel
+        if not _static(source):
+            plan.skipped.append(f"{name} has symbolic shapes (MetaSchedule tunes fixed shapes)")
+            continue
+        scalars = scalar_params(source)
+        if scalars:
+            listed = ", ".join(f"{p.name}: {var_dtype(p)}" for p in scalars)
+            plan.skipped.append(
+                f"{name} takes a scalar parameter ({listed}) and keeps its default schedule "
+                "(MetaSchedule measures candidates on buffers only; tune it alone with bind)"
+            )
+            continue
+        workload = collect_tasks(tvm().IRModule({name: source}), target).mods[0]
+        plan.tasks.append(
+            KernelTask(name, source, kernel, prepared.traces.get(name), workload=workload)
+        )
 
 
 def _saved(work: Path) -> dict[str, Any]:

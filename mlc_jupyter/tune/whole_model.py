@@ -30,7 +30,13 @@ trials on warming up. Here:
    at least a minimum slot sized at the pace measured so far, and tasks that no minimum slot fits
    keep their default schedule (:class:`~.budget.TimeLedger`). A task's rounds are small enough
    that the first fits half its slot.
-5. A tuned kernel replaces the default one only when it is clearly faster, both timed in turns
+5. When the tasks leave some of the budget (their searches ran through their spaces, or
+   trials are left), each layer whose way the whole model timed level both ways
+   (:attr:`.winograd_layers.LayerChoice.close_call`) is tuned the way not taken: its new
+   kernels are the tasks of a second pass, the others take the first pass's schedules, and the
+   faster of the two tuned models, timed in turns, goes on (a way is chosen on default
+   schedules, and the two ways tune differently).
+6. A tuned kernel replaces the default one only when it is clearly faster, both timed in turns
    (:func:`.timing.clearly_faster`); the tuned model is then timed against the default build
    (the build's own model, not the plan's) in turns (:func:`.timing.final_model_timing`): again
    when it times slower than its kernels' own timings say, and the default build is kept, with
@@ -65,6 +71,7 @@ from .model_plan import (
     TaskGroup,
     group_tasks,
     plan_model,
+    plan_other_ways,
     save_final_s,
     with_origin,
 )
@@ -81,6 +88,7 @@ from .timing import (
     kernel_module,
 )
 from .variants import Replay, join_variants, replay_decisions
+from .winograd_layers import close_calls, way_name
 from .work_lock import hold_work_dir, waiting_progress
 
 #: Where a work dir's kernels keep their databases under a work dir the user gave.
@@ -175,8 +183,13 @@ def _tune_model(
         for t in plan.tasks
         if t not in tuned_tasks
     ]
-    tuned = perf_counter()
     tuned_mod = _assemble(plan.prepared, out.chosen)
+    if func is None and not out.interrupted and _left_over(budget, ledger, out, plan.final_s):
+        tuned_mod = _tune_other_ways(
+            mod, plan, tuned_mod, out, origin,
+            _Run(target, budget, search, ledger, kernels_root, work, dirs, on_task, len(groups)),
+        )  # fmt: skip
+    tuned = perf_counter()
     verdict = final_model_timing(
         lambda: _time_models(plan.default_build, tuned_mod, origin, target, search.rpc),
         _kernels_gain_s(out.rows),
@@ -218,6 +231,124 @@ def _tune_model(
         task_work_dirs=out.dirs,
         phases={"plan": planned - start, "tasks": tuned - planned, "final": end - tuned},
     )
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What a model's tuning runs its tasks with, for a pass after the first."""
+
+    target: Any
+    budget: Budget
+    search: SearchOptions
+    ledger: TimeLedger
+    kernels_root: Path | None
+    work: Path
+    dirs: dict[str, Path]
+    on_task: TaskStart | None
+    tasks_before: int
+
+
+def _left_over(budget: Budget, ledger: TimeLedger, out: _Outcome, compare_s: float) -> bool:
+    """Whether the tasks left some of the budget: time for a task and one more timing of two
+    models (``compare_s``), or trials for a task."""
+    if ledger.deadline.limited:
+        return ledger.left_s() >= compare_s + ledger.min_slot_s()
+    return budget.trials is not None and budget.trials - out.new >= MIN_TASK_TRIALS
+
+
+def _tune_other_ways(
+    mod: Any, plan: Any, planned: Any, out: _Outcome, origin: Any, run: _Run
+) -> Any:
+    """With the budget the tasks left, tune the way not taken of each layer whose way was a
+    close call (:func:`.model_plan.plan_other_ways`), then time the two tuned models in turns
+    and keep the faster: a layer's way was chosen on default schedules, and the two ways tune
+    differently. The other model's kernels that the plan has too take their tuned schedules.
+    Returns the model kept (``planned`` or the other); ``out`` takes the other's rows when it is
+    kept, and the trials spent either way."""
+    other = plan_other_ways(mod, run.target, plan, origin)
+    if other is None:
+        return planned
+    tasks = [t for t in other.tasks if t.name not in other.same and t.share >= MIN_SHARE]
+    if not tasks:
+        return planned
+    search = run.search
+    dirs = {
+        t.name: _kernel_dir(t.workload, run.target, search.space, run.kernels_root, search.cold)
+        for t in tasks
+    }
+    write_kernel_dirs(run.work, {n: str(p) for n, p in {**run.dirs, **dirs}.items()})
+    budget = run.budget
+    if budget.trials is not None:
+        budget = dataclasses.replace(budget, trials=max(0, budget.trials - out.new))
+    run.ledger.final_s += plan.final_s  # the two tuned models are timed once more
+    try:
+        extra = _tune_groups(
+            join_variants(group_tasks(tasks)), dirs, run.target, budget, search, run.ledger,
+            _counted_on(run.on_task, run.tasks_before),
+        )  # fmt: skip
+    finally:
+        run.ledger.final_s -= plan.final_s
+    out.new += extra.new
+    out.records += extra.records
+    out.interrupted = extra.interrupted
+    out.notes += extra.notes
+    taken = {a: out.chosen[o] for a, o in other.same.items() if o in out.chosen}
+    other_mod = _assemble(other.prepared, {**taken, **extra.chosen})
+    planned_t, other_t = _time_models(planned, other_mod, origin, run.target, search.rpc)
+    ways = ", ".join(f"{key} {way_name(way)}" for key, way in close_calls(plan.layers).items())
+    if planned_t is None or other_t is None:
+        out.notes.append(f"kept the planned ways: the model could not be timed with {ways}")
+        return planned
+    keep_other = other_t.median_s < planned_t.median_s
+    out.notes.append(
+        f"{'took' if keep_other else 'kept the planned ways over'} {ways}, both tuned: the "
+        f"whole tuned model timed {other_t.median_s * 1e3:.3f} ms with it against "
+        f"{planned_t.median_s * 1e3:.3f} ms as planned, in turns"
+    )
+    if not keep_other:
+        return planned
+    _take_other(other, out, extra)
+    return other_mod
+
+
+def _counted_on(on_task: TaskStart | None, before: int) -> TaskStart | None:
+    """``on_task`` for a later pass: its tasks counted after the ``before`` of the first."""
+    if on_task is None:
+        return None
+    return lambda index, total, row: on_task(before + index, before + total, row)
+
+
+def _take_other(other: Any, out: _Outcome, extra: _Outcome) -> None:
+    """``out``'s rows, workloads and work dirs, named as the kernels of ``other`` are."""
+    same = other.same
+    back = {o: a for a, o in same.items()}
+    rows = {r.name: r for r in out.rows}
+    kept: list[ModelTask] = []
+    new_rows = {r.name: r for r in extra.rows}
+    for task in other.tasks:
+        if task.name in new_rows:
+            kept.append(new_rows[task.name])
+        elif task.name in same and same[task.name] in rows:
+            row = rows[same[task.name]]
+            kept.append(
+                dataclasses.replace(
+                    row, name=task.name, calls=task.calls, share=task.share,
+                    shared_with=_renamed(row.shared_with, back),
+                    replayed_on=_renamed(row.replayed_on, back),
+                    replayed_from=back.get(row.replayed_from, row.replayed_from),
+                )
+            )  # fmt: skip
+        else:
+            kept.append(ModelTask(task.name, task.calls, task.share, 0, None, None, "default"))
+    out.rows = kept
+    for table, new in ((out.workloads, extra.workloads), (out.dirs, extra.dirs)):
+        moved = {a: table[o] for a, o in same.items() if o in table}
+        table.clear()
+        table.update({**moved, **new})
+
+
+def _renamed(names: tuple[str, ...], back: dict[str, str]) -> tuple[str, ...]:
+    return tuple(back.get(n, n) for n in names)
 
 
 def _kernel_dir(workload: Any, target: Any, space: Any, root: Path | None, cold: bool) -> Path:

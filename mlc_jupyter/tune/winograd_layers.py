@@ -73,6 +73,19 @@ class LayerChoice:
         faster = clearly_faster(self.in_model.get(way), self.in_model.get(self.build))
         return way if faster else self.build
 
+    @property
+    def close_call(self) -> int | None:
+        """The way not taken, where the whole model timed it level with the way taken (not
+        clearly slower): such a layer's way is worth deciding again once both are tuned
+        (``None`` when it is not a close call, or the model was not timed)."""
+        if self.in_model is None:
+            return None
+        taken = self.tile
+        other = self.fastest_alone if taken == self.build else self.build
+        if other == taken or clearly_faster(self.in_model.get(taken), self.in_model.get(other)):
+            return None
+        return other
+
     def note(self) -> str:
         """What the tuning chose for the layer, and why, for the result's notes."""
         verdict = "kept as built" if self.tile == self.build else f"now {way_name(self.tile)}"
@@ -131,6 +144,11 @@ def chosen(choices: list[LayerChoice]) -> dict[str, int]:
     return {c.key: c.tile for c in choices if c.tile != c.build}
 
 
+def close_calls(choices: list[LayerChoice]) -> dict[str, int]:
+    """The layers whose way was a close call in the whole model, and the way not taken."""
+    return {c.key: c.close_call for c in choices if c.close_call is not None}
+
+
 def as_saved(choices: list[LayerChoice]) -> dict[str, Any]:
     """``choices`` as :func:`choose_layers` takes them back from a work dir (JSON)."""
     return {
@@ -180,4 +198,12 @@ def _kernel(mod: Any) -> Any | None:
     return kernels[0] if len(kernels) == 1 else None
 
 
-__all__ = ["LayerChoice", "as_saved", "choose_layers", "chosen", "time_in_model", "way_name"]
+__all__ = [
+    "LayerChoice",
+    "as_saved",
+    "choose_layers",
+    "chosen",
+    "close_calls",
+    "time_in_model",
+    "way_name",
+]

@@ -118,6 +118,19 @@ def test_a_way_faster_alone_is_taken_only_where_the_model_is_clearly_faster_with
     assert untimed.tile == 2
 
 
+def test_a_way_level_with_the_taken_one_in_the_model_is_a_close_call_to_decide_again():
+    alone = {0: 1.0e-3, 2: 0.6e-3}
+    level = winograd_layers.LayerChoice(LAYER, 0, alone, in_model={0: 10.0e-3, 2: 9.9e-3})
+    assert level.close_call == 2 and winograd_layers.close_calls([level]) == {LAYER: 2}
+    # taken because the model was clearly faster with it: the build's way is no close call
+    faster = winograd_layers.LayerChoice(LAYER, 0, alone, in_model={0: 10.0e-3, 2: 9.0e-3})
+    assert faster.tile == 2 and faster.close_call is None
+    # F(2x2) faster alone, the model timed level the other way: the build's way not taken
+    level_taken = winograd_layers.LayerChoice(LAYER, 2, {0: 0.6e-3, 2: 1e-3}, {0: 9.9e-3, 2: 1e-2})
+    assert level_taken.tile == 2 and level_taken.close_call == 0
+    assert winograd_layers.LayerChoice(LAYER, 0, alone).close_call is None  # model not timed
+
+
 def test_the_answers_come_back_from_the_work_dir_as_they_were_found():
     choices = [
         winograd_layers.LayerChoice(LAYER, 0, {0: 1e-3, 2: 6e-4}, in_model={0: 1e-2, 2: 9.9e-3}),
@@ -167,4 +180,28 @@ def test_a_tuned_model_with_the_layer_moved_agrees_with_pytorch(layer, tmp_path)
     # a Winograd kernel in the result only when the plan chose it and the tuned model was kept
     assert moved == ("now F(2x2)" in note and result.kept == "tuned")
     got = np.asarray(build_module(result)(x))
+    assert np.abs(got - expected).max() <= 1e-4 * np.abs(expected).max()
+
+
+def test_trials_the_plan_left_tune_a_close_call_layer_the_other_way_and_the_faster_is_kept(
+    layer, tmp_path
+):
+    x, expected, imported = layer
+    # as a run before found: F(2x2) faster alone, the whole model level with direct
+    level = {"build": 0, "seconds": {"0": 2e-3, "2": 1e-3}, "in_model": {"0": 1e-2, "2": 9.9e-3}}
+    (tmp_path / SHARES_FILE).write_text(json.dumps({"kernels": {}, LAYER_WAYS: {LAYER: level}}))
+    first = tune(imported, "llvm", trials=16, per_iter=8, work_dir=tmp_path, seed=0)
+    assert not any("both tuned" in n for n in first.notes)  # the plan's tasks took every trial
+    # the same tune again measures nothing new as planned: its trials go to F(2x2)
+    again = tune(imported, "llvm", trials=16, per_iter=8, work_dir=tmp_path, seed=0)
+    [note] = [n for n in again.notes if "both tuned" in n]
+    assert f"{LAYER} F(2x2), both tuned" in note
+    took = note.startswith("took")
+    assert _tiles(again.mod) == ([2] if took else []) or again.kept == "default build"
+    assert again.trials_new > 0
+    winograd_rows = [r for r in again.model_tasks if r.name.startswith("fused_conv2d_winograd")]
+    assert bool(winograd_rows) == took
+    listed = json.loads((tmp_path / "kernel_work_dirs.json").read_text())
+    assert any(name.startswith("fused_conv2d_winograd") for name in listed)
+    got = np.asarray(build_module(again)(x))
     assert np.abs(got - expected).max() <= 1e-4 * np.abs(expected).max()
