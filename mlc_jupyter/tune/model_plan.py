@@ -32,7 +32,7 @@ from ..tvm_compat import (
 )
 from .database_files import write_lines
 from .tasks import collect_tasks, scalar_params
-from .winograd_layers import LayerChoice, as_saved, choose_layers, chosen, close_calls
+from .winograd_layers import LayerChoice, as_saved, choose_layers, chosen, ways_not_taken
 
 #: A kernel with a smaller share of the model's latency keeps its default schedule.
 MIN_SHARE = 0.01
@@ -165,11 +165,11 @@ def plan_model(mod: Any, target: Any, func: str | None, origin: Any, work: Path)
 
 
 def plan_other_ways(mod: Any, target: Any, plan: ModelPlan, origin: Any) -> ModelPlan | None:
-    """The model with each close-call layer of ``plan`` (:func:`.winograd_layers.close_calls`)
-    computed the way not taken, its kernels profiled; ``same`` names those ``plan`` has too
-    (structurally equal workloads), whose tuned schedules it can take. ``None`` when no layer
-    was a close call."""
-    other_ways = close_calls(plan.layers)
+    """The model with each layer that ``plan`` timed two ways in the whole model computed the
+    way not taken (:func:`.winograd_layers.ways_not_taken`), its kernels profiled; ``same``
+    names those ``plan`` has too (structurally equal workloads), whose tuned schedules it can
+    take. ``None`` when no layer was timed two ways."""
+    other_ways = ways_not_taken(plan.layers)
     if not other_ways:
         return None
     prepared = prepare_model(mod, target, winograd_tiles={**chosen(plan.layers), **other_ways})
@@ -177,9 +177,10 @@ def plan_other_ways(mod: Any, target: Any, plan: ModelPlan, origin: Any) -> Mode
     _add_tasks(other, prepared, target, None)
     _profile(other, target, origin)
     for task in other.tasks:
-        match = next((t for t in plan.tasks if structural_equal(t.workload, task.workload)), None)
-        if match is not None:
-            other.same[task.name] = match.name
+        equal = [t.name for t in plan.tasks if structural_equal(t.workload, task.workload)]
+        unused = [n for n in equal if n not in other.same.values()]
+        if equal:  # the kernel of that name, else one not matched yet: one row each
+            other.same[task.name] = task.name if task.name in equal else (unused or equal)[0]
     return other
 
 

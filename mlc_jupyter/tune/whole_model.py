@@ -31,8 +31,8 @@ trials on warming up. Here:
    keep their default schedule (:class:`~.budget.TimeLedger`). A task's rounds are small enough
    that the first fits half its slot.
 5. When the tasks leave some of the budget (their searches ran through their spaces, or
-   trials are left), each layer whose way the whole model timed level both ways
-   (:attr:`.winograd_layers.LayerChoice.close_call`) is tuned the way not taken: its new
+   trials are left), each layer the whole model was timed with two ways
+   (:attr:`.winograd_layers.LayerChoice.way_not_taken`) is tuned the way not taken: its new
    kernels are the tasks of a second pass, the others take the first pass's schedules, and the
    faster of the two tuned models, timed in turns, goes on (a way is chosen on default
    schedules, and the two ways tune differently).
@@ -88,7 +88,7 @@ from .timing import (
     kernel_module,
 )
 from .variants import Replay, join_variants, replay_decisions
-from .winograd_layers import close_calls, way_name
+from .winograd_layers import way_name, ways_not_taken
 from .work_lock import hold_work_dir, waiting_progress
 
 #: Where a work dir's kernels keep their databases under a work dir the user gave.
@@ -259,8 +259,8 @@ def _left_over(budget: Budget, ledger: TimeLedger, out: _Outcome, compare_s: flo
 def _tune_other_ways(
     mod: Any, plan: Any, planned: Any, out: _Outcome, origin: Any, run: _Run
 ) -> Any:
-    """With the budget the tasks left, tune the way not taken of each layer whose way was a
-    close call (:func:`.model_plan.plan_other_ways`), then time the two tuned models in turns
+    """With the budget the tasks left, tune the way not taken of each layer the whole model was
+    timed with two ways (:func:`.model_plan.plan_other_ways`), then time the two tuned models in turns
     and keep the faster: a layer's way was chosen on default schedules, and the two ways tune
     differently. The other model's kernels that the plan has too take their tuned schedules.
     Returns the model kept (``planned`` or the other); ``out`` takes the other's rows when it is
@@ -295,7 +295,7 @@ def _tune_other_ways(
     taken = {a: out.chosen[o] for a, o in other.same.items() if o in out.chosen}
     other_mod = _assemble(other.prepared, {**taken, **extra.chosen})
     planned_t, other_t = _time_models(planned, other_mod, origin, run.target, search.rpc)
-    ways = ", ".join(f"{key} {way_name(way)}" for key, way in close_calls(plan.layers).items())
+    ways = ", ".join(f"{key} {way_name(way)}" for key, way in ways_not_taken(plan.layers).items())
     if planned_t is None or other_t is None:
         out.notes.append(f"kept the planned ways: the model could not be timed with {ways}")
         return planned

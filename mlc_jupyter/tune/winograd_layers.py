@@ -74,17 +74,15 @@ class LayerChoice:
         return way if faster else self.build
 
     @property
-    def close_call(self) -> int | None:
-        """The way not taken, where the whole model timed it level with the way taken (not
-        clearly slower): such a layer's way is worth deciding again once both are tuned
-        (``None`` when it is not a close call, or the model was not timed)."""
+    def way_not_taken(self) -> int | None:
+        """The other way the whole model was timed with (``None`` when it was not): the two
+        were compared on default schedules, and they tune differently, so a tuning with budget
+        left tunes this one too and compares again."""
         if self.in_model is None:
             return None
         taken = self.tile
         other = self.fastest_alone if taken == self.build else self.build
-        if other == taken or clearly_faster(self.in_model.get(taken), self.in_model.get(other)):
-            return None
-        return other
+        return None if other == taken else other
 
     def note(self) -> str:
         """What the tuning chose for the layer, and why, for the result's notes."""
@@ -144,9 +142,9 @@ def chosen(choices: list[LayerChoice]) -> dict[str, int]:
     return {c.key: c.tile for c in choices if c.tile != c.build}
 
 
-def close_calls(choices: list[LayerChoice]) -> dict[str, int]:
-    """The layers whose way was a close call in the whole model, and the way not taken."""
-    return {c.key: c.close_call for c in choices if c.close_call is not None}
+def ways_not_taken(choices: list[LayerChoice]) -> dict[str, int]:
+    """The layers the whole model was timed with two ways, and the way not taken."""
+    return {c.key: c.way_not_taken for c in choices if c.way_not_taken is not None}
 
 
 def as_saved(choices: list[LayerChoice]) -> dict[str, Any]:
@@ -203,7 +201,7 @@ __all__ = [
     "as_saved",
     "choose_layers",
     "chosen",
-    "close_calls",
     "time_in_model",
     "way_name",
+    "ways_not_taken",
 ]

@@ -118,17 +118,17 @@ def test_a_way_faster_alone_is_taken_only_where_the_model_is_clearly_faster_with
     assert untimed.tile == 2
 
 
-def test_a_way_level_with_the_taken_one_in_the_model_is_a_close_call_to_decide_again():
+def test_a_layer_the_model_was_timed_with_two_ways_has_a_way_not_taken_to_tune_too():
     alone = {0: 1.0e-3, 2: 0.6e-3}
     level = winograd_layers.LayerChoice(LAYER, 0, alone, in_model={0: 10.0e-3, 2: 9.9e-3})
-    assert level.close_call == 2 and winograd_layers.close_calls([level]) == {LAYER: 2}
-    # taken because the model was clearly faster with it: the build's way is no close call
+    assert level.way_not_taken == 2 and winograd_layers.ways_not_taken([level]) == {LAYER: 2}
+    # F(2x2) taken, the model clearly faster with it: the build's way is the one not taken
     faster = winograd_layers.LayerChoice(LAYER, 0, alone, in_model={0: 10.0e-3, 2: 9.0e-3})
-    assert faster.tile == 2 and faster.close_call is None
-    # F(2x2) faster alone, the model timed level the other way: the build's way not taken
-    level_taken = winograd_layers.LayerChoice(LAYER, 2, {0: 0.6e-3, 2: 1e-3}, {0: 9.9e-3, 2: 1e-2})
-    assert level_taken.tile == 2 and level_taken.close_call == 0
-    assert winograd_layers.LayerChoice(LAYER, 0, alone).close_call is None  # model not timed
+    assert faster.tile == 2 and faster.way_not_taken == 0
+    # faster alone than the build's way or not timed in the model: no way not taken
+    assert winograd_layers.LayerChoice(LAYER, 0, alone).way_not_taken is None
+    slower = winograd_layers.LayerChoice(LAYER, 0, {0: 0.6e-3, 2: 1e-3})
+    assert slower.way_not_taken is None and winograd_layers.ways_not_taken([slower]) == {}
 
 
 def test_the_answers_come_back_from_the_work_dir_as_they_were_found():
@@ -183,7 +183,7 @@ def test_a_tuned_model_with_the_layer_moved_agrees_with_pytorch(layer, tmp_path)
     assert np.abs(got - expected).max() <= 1e-4 * np.abs(expected).max()
 
 
-def test_trials_the_plan_left_tune_a_close_call_layer_the_other_way_and_the_faster_is_kept(
+def test_trials_the_plan_left_tune_a_layer_the_way_not_taken_and_the_faster_model_is_kept(
     layer, tmp_path
 ):
     x, expected, imported = layer
