@@ -277,24 +277,15 @@ def test_a_time_budget_covers_the_whole_run_and_says_it_ended_on_time(tmp_path, 
     assert build_module(result).relax
 
 
-def test_a_whole_model_budget_of_trials_reaches_the_largest_kernels_first():
-    from mlc_jupyter.tune.budget import Budget
-    from mlc_jupyter.tune.whole_model import planned_tasks
-
-    assert planned_tasks(Budget(16, None, False), [0.75, 0.25]) == 1
-    assert planned_tasks(Budget(64, None, False), [0.5, 0.3, 0.2]) == 3
-    assert planned_tasks(Budget(None, 60.0, False), [0.75, 0.25]) == 2
-
-
 def test_a_kernel_whose_search_fails_keeps_its_default_and_the_others_are_still_tuned(
     tmp_path, monkeypatch
 ):
     # TVM's search can fail inside C++ on one kernel (a check in a parallel_for of the
     # evolutionary search, seen on an encoder layer); the failure is injected at the task
     # boundary, and everything after it (the other kernel's search, the build) is real
-    import mlc_jupyter.tune.whole_model as whole_model
+    import mlc_jupyter.tune.model_tasks as model_tasks
 
-    real = whole_model._tune_task
+    real = model_tasks._tune_task
     failed = []
 
     def first_fails(task, *args, **kwargs):
@@ -303,7 +294,7 @@ def test_a_kernel_whose_search_fails_keeps_its_default_and_the_others_are_still_
             raise TuneError("tuning failed: parallel_for_dynamic error with Check failed")
         return real(task, *args, **kwargs)
 
-    monkeypatch.setattr(whole_model, "_tune_task", first_fails)
+    monkeypatch.setattr(model_tasks, "_tune_task", first_fails)
     model = twin_mlp()
     x = torch.randn(1, 256)
     # 64 trials: the second kernel gets a slot unless its share is measured under an eighth
