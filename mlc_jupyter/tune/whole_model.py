@@ -261,15 +261,19 @@ def _tune_other_ways(
     taken = {a: out.chosen[o] for a, o in other.same.items() if o in out.chosen}
     other_mod = _assemble(other.prepared, {**taken, **extra.chosen})
     planned_t, other_t = _time_models(planned, other_mod, origin, run.target, search.rpc)
-    ways = ", ".join(f"{key} {way_name(way)}" for key, way in ways_not_taken(plan.layers).items())
+    tiles = {c.key: c.tile for c in plan.layers}
+    ways = "; ".join(
+        f"{key}: {way_name(tiles[key])} or {way_name(way)}"
+        for key, way in ways_not_taken(plan.layers).items()
+    )
     if planned_t is None or other_t is None:
-        out.notes.append(f"kept the planned ways: the model could not be timed with {ways}")
+        out.notes.append(f"{ways}: kept as planned, the model could not be timed the other way")
         return planned
     keep_other = other_t.median_s < planned_t.median_s
     out.notes.append(
-        f"{'took' if keep_other else 'kept the planned ways over'} {ways}, both tuned: the "
-        f"whole tuned model timed {other_t.median_s * 1e3:.3f} ms with it against "
-        f"{planned_t.median_s * 1e3:.3f} ms as planned, in turns"
+        f"{ways}, both tuned: {'now the second' if keep_other else 'kept the first'} (the whole "
+        f"tuned model, in turns: {planned_t.median_s * 1e3:.3f} ms the first way, "
+        f"{other_t.median_s * 1e3:.3f} ms the second)"
     )
     if not keep_other:
         return planned

@@ -195,8 +195,8 @@ def test_trials_the_plan_left_tune_a_layer_the_way_not_taken_and_the_faster_mode
     # the same tune again measures nothing new as planned: its trials go to F(2x2)
     again = tune(imported, "llvm", trials=16, per_iter=8, work_dir=tmp_path, seed=0)
     [note] = [n for n in again.notes if "both tuned" in n]
-    assert f"{LAYER} F(2x2), both tuned" in note
-    took = note.startswith("took")
+    assert note.startswith(f"{LAYER}: direct or F(2x2), both tuned: ")
+    took = "now the second" in note
     assert _tiles(again.mod) == ([2] if took else []) or again.kept == "default build"
     assert again.trials_new > 0
     winograd_rows = [r for r in again.model_tasks if r.name.startswith("fused_conv2d_winograd")]
