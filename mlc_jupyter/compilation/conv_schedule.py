@@ -398,13 +398,13 @@ def schedule_window(
             _parallel_vectorised(sch, block, lanes)
 
 
-def prefetch_weight(sch: Any, block: Any, loop: Any, picks: list[int]) -> None:
+def prefetch_weight(sch: Any, block: Any, loop: Any, picks: list[int]) -> bool:
     """Annotate ``loop`` to prefetch the next panel of ``block``'s weight: the read that none of
     the block's iteration variables at positions ``picks`` (the pixels, or the tiles, of the
     output) index, where it has more than :data:`PREFETCH_FROM_BYTES`. As the matrix product's
     micro-kernel does (:mod:`~mlc_jupyter.tvm_compat.prefetch`): a batch-1 model reads a large
     weight from memory at every call, and its panels arrive while the loops over the current one
-    compute."""
+    compute. Whether it did."""
     stmt = sch.get(block)
     picking = [stmt.iter_vars[n].var for n in picks]
     weight = [
@@ -414,6 +414,8 @@ def prefetch_weight(sch: Any, block: Any, loop: Any, picks: list[int]) -> None:
     ]
     if len(weight) == 1 and _bytes(region_buffer(stmt.reads[weight[0]])) > PREFETCH_FROM_BYTES:
         sch.annotate(loop, PREFETCH_ANNOTATION, weight[0])
+        return True
+    return False
 
 
 def _bytes(buffer: Any) -> int:

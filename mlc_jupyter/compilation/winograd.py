@@ -12,7 +12,8 @@ filtering F(m x m, 3 x 3) (Lavin & Gray, 2015) computes an ``m x m`` tile of out
 3. ``a^2`` independent matrix products ``M[xi, nu] = V[xi, nu] @ U[xi, nu]`` (tiles x C times
    C x K): almost all of the arithmetic, scheduled as the matmul micro-kernel is (a tile of ``mr``
    rows x ``nv`` vectors of output channels in registers, the transformed weight packed in panels
-   by ``RewriteLayout``, its next slice prefetched as the tiles' loops run); each row of tiles is
+   by ``RewriteLayout``, its next slice prefetched as the tiles' loops run, into every cache or,
+   where a tuning chose so, the second level only); each row of tiles is
    padded to a whole number of register tiles (a prime count, 13, would leave a one-tile one),
    the padded tiles computed and left out;
 4. each output tile transformed back, ``Y = A^T M A``, and written with the convolution's
@@ -43,6 +44,8 @@ from typing import Any
 import numpy as np
 
 from ..tvm_compat import (
+    PREFETCH_LOCALITIES,
+    PREFETCH_LOCALITY_ANNOTATION,
     constant_array,
     expr_type,
     get_block,
@@ -202,14 +205,16 @@ def winograd_compute(data: Any, weight: Any, padding: tuple[int, int, int, int],
 @dataclass(frozen=True)
 class Decisions:
     """The matrix products' register tile (``rows`` tiles x ``vectors`` vectors of channels, the
-    reduction unrolled by ``unroll``) and the parallel jobs: ``block_rows`` rows of output tiles
-    by ``1 / k_split`` of the output channels each."""
+    reduction unrolled by ``unroll``), the parallel jobs (``block_rows`` rows of output tiles by
+    ``1 / k_split`` of the output channels each) and the caches the transformed weight's next
+    slice is prefetched into (``prefetch_locality``, one of ``PREFETCH_LOCALITIES``)."""
 
     rows: int
     vectors: int
     unroll: int = 1
     block_rows: int = 1
     k_split: int = 1
+    prefetch_locality: int = PREFETCH_LOCALITIES[0]
 
 
 @dataclass(frozen=True)
@@ -246,6 +251,11 @@ MAX_UNROLL = 4
 #: The largest transformed weight (bytes) the default rule leaves whole to every job: the
 #: jobs of a larger one split the output channels, so each core reads its part only.
 WEIGHT_PER_JOB_BYTES = 2**20
+#: The most passes of the register tile over each slice of the transformed weight for which the
+#: default rule prefetches the next slice into the second-level cache: with so little arithmetic
+#: per slice (a 7x7 layer's 16 tiles) the slices stream in faster than prefetches into the first
+#: level let them, where more passes gained from the first (``bench/bench_weight_prefetch.py``).
+FEW_PASSES = 2
 
 
 def tile_grid(func: Any) -> tuple[int, int]:
@@ -259,18 +269,36 @@ def tile_grid(func: Any) -> tuple[int, int]:
 
 def choices(func: Any, lanes: int) -> Choices:
     """The decisions of a Winograd kernel's space: row blocks dividing a row of tiles (so a
-    block of whole rows needs no guard), channel vectors dividing a half of the channels where
-    they split in two, one row of tiles or all of them per job."""
+    block of whole rows needs no guard) or spanning whole rows of tiles (for a job of all of
+    them: a 7x7 layer's four tiles a row leave the micro-kernel too few rows for each weight
+    vector it loads), channel vectors dividing a half of the channels where they split in two,
+    one row of tiles or all of them per job (:func:`fits_job` says which rows suit which)."""
     _, channels, _ = product_extents(func)
     tile_rows, tile_cols = tile_grid(func)
     vectors = channels // lanes
     k_splits = [1, 2] if vectors % 2 == 0 else [1]
+    spanning = [tile_cols * n for n in _divisors(tile_rows, MAX_ROWS // tile_cols) if n > 1]
     return Choices(
-        rows=_divisors(tile_cols, MAX_ROWS),
+        rows=_divisors(tile_cols, MAX_ROWS) + spanning,
         vectors=_divisors(vectors // k_splits[-1], MAX_VECTORS),
         block_rows=sorted({1, tile_rows}),
         k_splits=k_splits,
     )
+
+
+def fits_job(func: Any, rows: int, block_rows: int) -> bool:
+    """Whether a register tile of ``rows`` tiles divides a job of ``block_rows`` rows of tiles
+    (one that does not would leave a guarded, partly empty register tile in every job)."""
+    _, tile_cols = tile_grid(func)
+    return (tile_cols * block_rows) % rows == 0
+
+
+def sampled_fit(func: Any, values: list[int]) -> bool:
+    """:func:`fits_job` on the decisions :func:`schedule_winograd` sampled, in its order (the
+    register tile's rows and vectors, the job's height in output rows, the channel split)."""
+    if len(values) < 3:
+        return True
+    return fits_job(func, values[0], values[2] // tile_of(func))
 
 
 def _divisors(n: int, cap: int) -> list[int]:
@@ -390,7 +418,15 @@ def schedule_winograd(sch: Any, lanes: int, decisions: Decisions | None = None) 
     sch.unroll(kv)
     sch.vectorize(kl)
     init = sch.decompose_reduction(product, ro)
-    prefetch_weight(sch, product, ro, [2])  # U's next slice, as the tiles' loops run
+    if prefetch_weight(sch, product, ro, [2]):  # U's next slice, as the tiles' loops run
+        # few tiles (a 7x7 layer's) reuse each weight vector little: the slices stream in faster
+        # than prefetches into the first-level cache let them (``tvm_compat/prefetch.py``)
+        locality = _sample(
+            sch,
+            list(PREFETCH_LOCALITIES),
+            decisions.prefetch_locality if decisions else None,
+        )
+        sch.annotate(ro, PREFETCH_LOCALITY_ANNOTATION, locality)
     sch.vectorize(sch.get_loops(init)[-1])
     _, lane = sch.split(sch.get_loops(write)[-1], [None, lanes])
     sch.vectorize(lane)
@@ -527,22 +563,28 @@ def product_extents(func: Any) -> tuple[int, int, int]:
 
 
 def rule_decisions_for(func: Any, lanes: int, registers: int, cores: int) -> Decisions:
-    """The default decisions of a Winograd kernel: :func:`rule_decisions`' register tile on a
-    row block dividing a row of tiles; one row of tiles per job, or, where the transformed weight
-    is over :data:`WEIGHT_PER_JOB_BYTES` and the channels split, half of them per job (over all
-    the rows where that still gives every core a job)."""
+    """The default decisions of a Winograd kernel: one row of tiles per job, or, where the
+    transformed weight is over :data:`WEIGHT_PER_JOB_BYTES` and the channels split, half of them
+    per job (over all the rows where that still gives every core a job); :func:`rule_decisions`'
+    register tile on the most rows up to :func:`rule_rows` that divide a job's tiles; the weight's
+    next slice prefetched into the second-level cache where the register tile passes over each
+    slice at most :data:`FEW_PASSES` times, into every cache otherwise."""
     options = choices(func, lanes)
     _, channels, reduction = product_extents(func)
-    wanted = rule_rows(registers)
-    rows = max(r for r in options.rows if r <= wanted)
-    tile = rule_decisions(rows, options.vectors, registers, reduction)
     alpha = tile_of(func) + 2
     weight_bytes = alpha * alpha * reduction * channels * 4
-    if weight_bytes <= WEIGHT_PER_JOB_BYTES or options.k_splits[-1] == 1:
-        return tile
     tile_rows, _ = tile_grid(func)
-    block_rows = tile_rows if cores <= options.k_splits[-1] else 1
-    return Decisions(tile.rows, tile.vectors, tile.unroll, block_rows, options.k_splits[-1])
+    block_rows, k_split = 1, 1
+    if weight_bytes > WEIGHT_PER_JOB_BYTES and options.k_splits[-1] > 1:
+        k_split = options.k_splits[-1]
+        block_rows = tile_rows if cores <= k_split else 1
+    wanted = rule_rows(registers)
+    rows = max(r for r in options.rows if r <= wanted and fits_job(func, r, block_rows))
+    tile = rule_decisions(rows, options.vectors, registers, reduction)
+    _, tile_cols = tile_grid(func)
+    few = tile_cols * block_rows // rows <= FEW_PASSES
+    locality = PREFETCH_LOCALITIES[1] if few else PREFETCH_LOCALITIES[0]
+    return Decisions(tile.rows, tile.vectors, tile.unroll, block_rows, k_split, locality)
 
 
 def legalize(call: Any, bb: Any, plan: Plan) -> Any:

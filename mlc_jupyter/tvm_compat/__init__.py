@@ -4,16 +4,13 @@ TVM renamed much of the course's API within a year (``tir`` -> ``tirx``, ``s_tir
 -> dicts). Every other module asks this package for those names: the next rename touches one file.
 
 Files: :mod:`.namespaces` (``tvm``, ``tir``, ``s_tir``, TVMScript's names, IR classes, structural
-equality, hashing and mapping, IR JSON, globals), :mod:`.tensorir` (TensorIR attributes, nodes,
-buffer accesses, the analyzer, FLOP estimate), :mod:`.out_of_bounds` (TVM's static checker, the
-guards' ops, proof strength), :mod:`.schedule` (schedules, traces, block and loop handles,
-dlight), :mod:`.tuning` (MetaSchedule), :mod:`.build` (``tvm.compile``, LLVM's view of the CPU,
-CUDA, linking), :mod:`.lowering` (TIR pipelines, register tiles kept in registers, bound
-checks), :mod:`.prefetch` (the pass that prefetches a CPU kernel's next weight panel),
-:mod:`.runtime` (tensors, thread pools, loading libraries and VMs, RPC sessions), :mod:`.relax`
-(Relax passes, pipelines, expressions, the PyTorch frontends).
-This file re-exports their public names (TVM imported lazily); a TVM upgrade that changes what
-we rely on fails first in ``tests/tvm_compat/``, a contract test per file."""
+equality, IR JSON, globals), :mod:`.tensorir` (TensorIR nodes and accesses, the analyzer, FLOPs),
+:mod:`.out_of_bounds` (TVM's static checker, guards), :mod:`.schedule` (schedules, traces, handles,
+dlight), :mod:`.tuning` (MetaSchedule), :mod:`.build` (compiling, LLVM's view of the CPU, CUDA,
+linking), :mod:`.lowering` (TIR pipelines, register tiles kept in registers, bound checks),
+:mod:`.prefetch` (a CPU kernel's next weight panel read ahead), :mod:`.runtime` (tensors, thread
+pools, libraries and VMs, RPC), :mod:`.relax` (Relax passes, pipelines, the PyTorch frontends).
+This file re-exports them; a TVM upgrade breaking them fails first in ``tests/tvm_compat/``."""
 
 from __future__ import annotations
 
@@ -70,6 +67,7 @@ from .out_of_bounds import (
     check_out_of_bounds,
     symbolic_bound_strength,
 )
+from .prefetch import PREFETCH_LOCALITIES, PREFETCH_LOCALITY_ANNOTATION
 from .relax import (
     bind_inputs,
     call_with_args,
@@ -184,6 +182,8 @@ __all__ = [
     "METASCHEDULE_LOGGER",
     "NOALIAS_ATTR",
     "PREFETCH_ANNOTATION",
+    "PREFETCH_LOCALITIES",
+    "PREFETCH_LOCALITY_ANNOTATION",
     "PTX_MMA",
     "SCHEDULE_ERROR_OBJECT_REF",
     "TIR_SCRIPT_NAMESPACE",

@@ -19,6 +19,8 @@ from .namespaces import structural_map, tir, tvm
 from .tensorir import (
     analyzer,
     buffer_access,
+    is_ir_array,
+    is_ir_node,
     node_fields,
     region_buffer,
     tir_nodes,
@@ -30,29 +32,38 @@ from .tensorir import (
 #: loops the weight's index takes (:func:`_plan`), so a tuning's mutated tile sizes need no new
 #: annotation.
 PREFETCH_ANNOTATION = "mlc_prefetch_next_panel"
+#: The loop annotation that sends its prefetches to other caches (one of :data:`PREFETCH_LOCALITIES`).
+PREFETCH_LOCALITY_ANNOTATION = "mlc_prefetch_locality"
 _PREFETCH_OP = "tirx.prefetch"
-#: ``llvm.prefetch``'s arguments after the address: a read, kept in every cache level, data.
-_READ, _ALL_LEVELS, _DATA = 0, 3, 1
+#: ``llvm.prefetch``'s arguments after the address but the locality: a read, of data.
+_READ, _DATA = 0, 1
+#: ``llvm.prefetch``'s localities a loop may ask for, the default first: every cache (x86's
+#: ``prefetcht0``; the default builds' kernels were fastest so), or the second level and beyond
+#: (``prefetcht2``: a kernel that reuses each weight vector for few rows, a 7x7 layer's Winograd
+#: products, streams its weight faster than the first level's outstanding misses let it).
+#: ``bench/bench_weight_prefetch.py`` races them.
+PREFETCH_LOCALITIES = (3, 1)
 _CHILDREN = ("body", "seq", "then_case", "else_case", "block")
 
 
-def prefetch_next_panels() -> Any:
+def prefetch_next_panels(locality: int | None = None) -> Any:
     """A pass (on scheduled TensorIR, before lowering): each loop annotated with
-    :data:`PREFETCH_ANNOTATION` starts its body with prefetches of the next panel's rows."""
+    :data:`PREFETCH_ANNOTATION` starts its body with prefetches of the next panel's rows, into
+    the caches its :data:`PREFETCH_LOCALITY_ANNOTATION` names (else the first of :data:`PREFETCH_LOCALITIES`), or
+    every loop's into ``locality`` where given (a bench's race)."""
     nodes = tir()
 
     def rewrite(func: Any, _mod: Any, _ctx: Any) -> Any:
         plans: list[tuple[Any, list[Any]]] = []
-        _find(func.body, [], plans)
+        _find(func.body, [], plans, locality)
         if not plans:
             return func
 
         def insert(loop: Any) -> Any:
             for var, prefetches in plans:
                 if loop.loop_var.same_as(var):
-                    annotations = {
-                        k: v for k, v in loop.annotations.items() if k != PREFETCH_ANNOTATION
-                    }
+                    own = (PREFETCH_ANNOTATION, PREFETCH_LOCALITY_ANNOTATION)
+                    annotations = {k: v for k, v in loop.annotations.items() if k not in own}
                     return nodes.For(
                         loop.loop_var, loop.min, loop.extent, loop.kind,
                         nodes.SeqStmt([*prefetches, loop.body]), loop.thread_binding, annotations,
@@ -70,21 +81,28 @@ def _children(stmt: Any) -> list[Any]:
     out: list[Any] = []
     for name, child in node_fields(stmt):
         if name in _CHILDREN:
-            items = list(child) if _is_array(child) else [child]
+            items = list(child) if is_ir_array(child) else [child]
             out.extend(item for item in items if isinstance(item, stmt_type))
     return out
 
 
-def _find(stmt: Any, loops: list[Any], plans: list[tuple[Any, list[Any]]]) -> None:
+def _find(stmt: Any, loops: list[Any], plans: list[Any], locality: int | None) -> None:
     """Walk ``stmt`` under ``loops`` (outermost first), planning each annotated loop."""
     if isinstance(stmt, tir_nodes().For):
         if PREFETCH_ANNOTATION in stmt.annotations:
-            prefetches = _plan(stmt, loops)
+            asked = _int_value(stmt.annotations.get(PREFETCH_LOCALITY_ANNOTATION))
+            default = asked if asked in PREFETCH_LOCALITIES else PREFETCH_LOCALITIES[0]
+            prefetches = _plan(stmt, loops, default if locality is None else locality)
             if prefetches:
                 plans.append((stmt.loop_var, prefetches))
         loops = [*loops, stmt]
     for child in _children(stmt):
-        _find(child, loops, plans)
+        _find(child, loops, plans, locality)
+
+
+def _int_value(value: Any) -> int | None:
+    """An annotation's value as an int, ``None`` where it is none (a trace file may carry any)."""
+    return int(value) if isinstance(value, int | tir().IntImm) else None
 
 
 def _realizes(stmt: Any, loops: list[Any]) -> list[tuple[Any, list[Any]]]:
@@ -97,7 +115,7 @@ def _realizes(stmt: Any, loops: list[Any]) -> list[tuple[Any, list[Any]]]:
     return [found for child in _children(stmt) for found in _realizes(child, loops)]
 
 
-def _plan(loop: Any, outer: list[Any]) -> list[Any]:
+def _plan(loop: Any, outer: list[Any], locality: int) -> list[Any]:
     """The prefetches that start each iteration of annotated ``loop`` (under ``outer``), or none
     where the loop nest is not the one the annotation describes.
 
@@ -107,8 +125,7 @@ def _plan(loop: Any, outer: list[Any]) -> list[Any]:
     The next panel (:func:`_next_panel`) is spread evenly, vector by vector in the order the
     kernel reads them, over the iterations from the panel's loop down to ``loop``."""
     nodes = tir()
-    read = loop.annotations[PREFETCH_ANNOTATION]  # negative: from the last
-    read = int(read) if isinstance(read, int | nodes.IntImm) else None
+    read = _int_value(loop.annotations[PREFETCH_ANNOTATION])  # negative: from the last
     parallel = [lp for lp in outer if lp.kind == nodes.ForKind.PARALLEL]
     realizes = _realizes(loop.body, [loop])
     if read is None or not parallel or len(realizes) != 1:
@@ -171,7 +188,7 @@ def _plan(loop: Any, outer: list[Any]) -> list[Any]:
         address = [
             _substitute(i, [(k, _as(v, dtype, var_dtype(k))) for k, v in at]) for i in indices
         ]
-        statements.append(_prefetch(weight, address))
+        statements.append(_prefetch(weight, address, locality))
     return statements
 
 
@@ -227,18 +244,14 @@ def _walk(node: Any) -> list[Any]:
     out, stack = [], [node]
     while stack:
         item = stack.pop()
-        if isinstance(item, list | tuple) or _is_array(item):
+        if isinstance(item, list | tuple) or is_ir_array(item):
             stack.extend(item)
             continue
-        if not hasattr(type(item), "__tvm_ffi_type_info__"):
+        if not is_ir_node(item):
             continue
         out.append(item)
         stack.extend(child for name, child in node_fields(item) if name not in ("span", "ty"))
     return out
-
-
-def _is_array(obj: Any) -> bool:
-    return type(obj).__name__ in ("Array", "List")
 
 
 def _loads(node: Any) -> list[tuple[Any, Any]]:
@@ -278,9 +291,9 @@ def _as(expr: Any, dtype: str, wanted: str) -> Any:
     return expr if dtype == wanted else tir().Cast(wanted, expr)
 
 
-def _prefetch(buffer: Any, indices: list[Any]) -> Any:
+def _prefetch(buffer: Any, indices: list[Any], locality: int) -> Any:
     """``T.evaluate(T.call_intrin("void", "tirx.prefetch", T.address_of(buffer[indices]), ...))``."""
     nodes = tir()
     address = nodes.address_of(nodes.BufferLoad(buffer, indices))
-    call = nodes.call_intrin("void", _PREFETCH_OP, address, _READ, _ALL_LEVELS, _DATA)
+    call = nodes.call_intrin("void", _PREFETCH_OP, address, _READ, locality, _DATA)
     return nodes.Evaluate(call)

@@ -8,7 +8,7 @@ from types import ModuleType
 from typing import Any
 
 from .namespaces import s_tir, tvm
-from .prefetch import PREFETCH_ANNOTATION
+from .prefetch import PREFETCH_ANNOTATION, PREFETCH_LOCALITY_ANNOTATION
 
 
 def Schedule(mod: Any, **kwargs: Any) -> Any:  # noqa: N802 - mirrors the TVM class name
@@ -75,8 +75,9 @@ IMPORT_PRAGMAS = frozenset({"pragma_import_llvm", "pragma_import_c"})
 #: The annotation keys a trace or record from a file may set: those MetaSchedule's rules and
 #: postprocessors, dlight's schedules and the project's spaces write, each read by a TVM pass as
 #: a hint (unrolling, vectorising, parallelising, pipelining, tensorizing with a registered
-#: intrinsic, prefetching the weight's next panel: :mod:`.prefetch`, which reads only addresses
-#: the kernel reads). Any other key, the import pragmas first, is refused in code from elsewhere.
+#: intrinsic, prefetching the weight's next panel into a cache: :mod:`.prefetch`, which reads only
+#: addresses the kernel reads). Any other key, the import pragmas first, is refused in code from
+#: elsewhere.
 TRACE_ANNOTATIONS = frozenset(
     {
         "meta_schedule.adaptive_pool_avg",
@@ -98,6 +99,7 @@ TRACE_ANNOTATIONS = frozenset(
         "meta_schedule.vectorize",
         "meta_schedule.write_cache_level",
         PREFETCH_ANNOTATION,
+        PREFETCH_LOCALITY_ANNOTATION,
         "pragma_auto_unroll_max_step",
         "pragma_loop_partition_hint",
         "pragma_unroll",

@@ -5,6 +5,7 @@ Winograd where it gains (the large layers) and the direct convolution elsewhere.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import re
 
@@ -26,7 +27,7 @@ from mlc_jupyter.tvm_compat import (
     tvm,
     winograd_matrices,
 )
-from mlc_jupyter.tvm_compat.prefetch import prefetch_next_panels
+from mlc_jupyter.tvm_compat.prefetch import PREFETCH_LOCALITIES, prefetch_next_panels
 
 #: ResNet-18's 3x3 stride-1 convolutions: (output size, channels).
 RESNET18_SHAPES = ((56, 64), (28, 128), (14, 256), (7, 512))
@@ -195,12 +196,14 @@ def _te_winograd_kernel(size, channels, m, row_tile=1):
     return ir_module_type()({"main": func.with_attr("global_symbol", "main")})
 
 
-@pytest.mark.parametrize(("size", "m", "row_tile"), [(14, 2, 1), (12, 4, 1), (26, 2, 7)])
+@pytest.mark.parametrize(("size", "m", "row_tile"), [(14, 2, 1), (12, 4, 1), (26, 2, 7), (7, 2, 1)])
 def test_each_way_of_splitting_the_work_between_the_cores_computes_the_convolution(
     size, m, row_tile
 ):
     # the tuning space samples the jobs: one row of output tiles or all of them, all the output
-    # channels or half; every one of them is the same convolution
+    # channels or half, and register tiles up to the largest that divides a job's tiles (a 7x7
+    # layer's job of all rows takes one spanning two rows of tiles); every one of them is the
+    # same convolution
     channels = 32  # whole vectors that split in two on AVX-512 and AVX2 alike
     target = resolve_target("llvm")
     unit = vector_unit(target)
@@ -219,10 +222,13 @@ def test_each_way_of_splitting_the_work_between_the_cores_computes_the_convoluti
     rule = winograd.rule_decisions_for(mod["main"], unit.lanes, unit.registers, 2)
     options = winograd.choices(mod["main"], unit.lanes)
     assert options.block_rows == [1, -(-size // m)] and options.k_splits == [1, 2]
-    for block_rows in options.block_rows:
-        for k_split in options.k_splits:
+    tried_rows = set()
+    for block_rows, k_split in itertools.product(options.block_rows, options.k_splits):
+        fitting = [r for r in options.rows if winograd.fits_job(mod["main"], r, block_rows)]
+        for rows in {min(rule.rows, fitting[-1]), fitting[-1]}:
+            tried_rows.add(rows)
             sch = Schedule(mod)
-            decisions = dataclasses.replace(rule, block_rows=block_rows, k_split=k_split)
+            decisions = dataclasses.replace(rule, rows=rows, block_rows=block_rows, k_split=k_split)
             winograd.schedule_winograd(sch, unit.lanes, decisions)
             lib = tvm().compile(sch.mod, target=target)
             out = tvm().runtime.empty(expected.shape, "float32")
@@ -232,6 +238,7 @@ def test_each_way_of_splitting_the_work_between_the_cores_computes_the_convoluti
                 out,
             )
             np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-4, atol=1e-4)
+    assert max(tried_rows) == options.rows[-1]
 
 
 @pytest.mark.parametrize(
@@ -250,7 +257,59 @@ def test_each_core_reads_its_part_of_a_large_transformed_weight(size, channels, 
     mod = _te_winograd_kernel(size, channels, m)
     decisions = winograd.rule_decisions_for(mod["main"], 16, 32, cores)  # AVX-512
     assert (decisions.block_rows, decisions.k_split) == jobs
-    assert -(-size // m) % decisions.rows == 0 and decisions.rows <= winograd.rule_rows(32)
+    assert winograd.fits_job(mod["main"], decisions.rows, decisions.block_rows)
+    assert decisions.rows <= winograd.rule_rows(32)
+
+
+@pytest.mark.parametrize(
+    ("size", "channels", "cores", "rows", "locality"),
+    [(7, 512, 2, 8, 1), (7, 512, 16, 4, 1), (14, 256, 2, 7, 3), (14, 256, 16, 7, 1)],
+)
+def test_a_small_layer_gets_a_register_tile_across_rows_and_its_weight_in_the_second_level(
+    size, channels, cores, rows, locality
+):
+    # a 7x7 layer has four tiles a row: a register tile of one row reuses each weight vector it
+    # loads four times; a job of all the rows gets one of two rows of tiles, a job of one row
+    # (more cores than halves of the channels) keeps one row's. Either way the register tile
+    # passes over each slice of the weight once or twice: the next slice is prefetched into the
+    # second-level cache, where a 14x14 layer's (seven passes) goes into every cache, but for a
+    # job of one row of tiles (one pass)
+    mod = _te_winograd_kernel(size, channels, 2)
+    decisions = winograd.rule_decisions_for(mod["main"], 16, 32, cores)
+    assert (decisions.rows, decisions.prefetch_locality) == (rows, locality)
+
+
+def test_a_large_transformed_weight_is_prefetched_into_the_caches_the_decisions_name():
+    # the tuning space samples where the next slice of a large transformed weight goes: every
+    # cache (the default) or the second level and beyond (a 7x7 layer's products reuse each
+    # weight vector for 16 tiles only, and stream it in faster than the first level lets them)
+    size, channels = 7, 512
+    mod = _te_winograd_kernel(size, channels, 2)
+    target = resolve_target("llvm")
+    unit = vector_unit(target)
+    rule = winograd.rule_decisions_for(mod["main"], unit.lanes, unit.registers, 2)
+    assert PREFETCH_LOCALITIES == (3, 1)
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 1, (1, size, size, channels)).astype("float32")
+    w = rng.uniform(-1, 1, (3, 3, channels, channels)).astype("float32")
+    expected = None
+    for locality in PREFETCH_LOCALITIES:
+        sch = Schedule(mod)
+        winograd.schedule_winograd(
+            sch, unit.lanes, dataclasses.replace(rule, prefetch_locality=locality)
+        )
+        text = prefetch_next_panels()(sch.mod)["main"].script()
+        found = set(re.findall(r"T\.prefetch\(.*\), 0, (\d), 1\)", text))
+        assert found == {str(locality)}, found
+        lib = tvm().compile(sch.mod, target=target)
+        out = tvm().runtime.empty((1, size, size, channels), "float32")
+        lib["main"](
+            tvm().runtime.tensor(x),
+            tvm().runtime.tensor(winograd.transformed_weight(w, 2)),
+            out,
+        )
+        expected = out.numpy() if expected is None else expected
+        np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize(

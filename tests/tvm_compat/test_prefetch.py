@@ -5,6 +5,9 @@ changed."""
 
 from __future__ import annotations
 
+import platform
+import re
+
 import numpy as np
 import pytest
 
@@ -14,13 +17,13 @@ from mlc_jupyter.tvm_compat.prefetch import prefetch_next_panels
 ROWS, DEPTH, PANELS, LANES = 4, 32, 4, 16
 
 
-def _panel_product(jobs: str, read=-1):
+def _panel_product(jobs: str, read=-1, locality=None):
     """``out = a @ w`` (``a`` ROWS x DEPTH, ``w`` DEPTH x PANELS*LANES), its parallel jobs one
     row by one panel of ``w`` each (``"panel"``), one row by all of ``w`` panel after panel
     (``"row"``) or one row by all of ``w`` at once (``"row, all panels at once"``), the
     reduction annotated (``"panel, reduction in two loops"``: a job of ``"panel"`` whose reduction
     runs in two loops, the inner one annotated, as a convolution's kernel rows and input channels
-    do)."""
+    do); ``locality``: the caches the loop asks its prefetches into."""
     tvm = tvm_compat.tvm()
     te = tvm.te
     a = te.placeholder((ROWS, DEPTH), name="a")
@@ -47,6 +50,8 @@ def _panel_product(jobs: str, read=-1):
         sch.parallel(i)
     sch.vectorize(lane)
     sch.annotate(outer, tvm_compat.PREFETCH_ANNOTATION, read)
+    if locality is not None:
+        sch.annotate(outer, tvm_compat.PREFETCH_LOCALITY_ANNOTATION, locality)
     return tvm.IRModule({"main": sch.mod["main"].with_attr("global_symbol", "main")})
 
 
@@ -101,3 +106,19 @@ def test_an_annotation_whose_value_is_no_read_index_asks_for_nothing():
     mod = _panel_product("panel", read="the weight")
     assert "T.prefetch" not in prefetch_next_panels()(mod)["main"].script()
     _assert_computes_the_product(mod)
+
+
+@pytest.mark.parametrize(("asked", "locality"), [(None, 3), (1, 1), (2, 3), ("L2", 3)])
+def test_a_loop_sends_its_prefetches_into_the_caches_it_names(asked, locality):
+    # every cache unless the loop asks for the second level and beyond (a tuning space's choice);
+    # a value it may not ask for (a trace from elsewhere may carry any) keeps every cache
+    mod = _panel_product("row", locality=asked)
+    text = prefetch_next_panels()(mod)["main"].script()
+    assert re.findall(r"T\.prefetch\(.*\), 0, (\d), 1\)", text) == [str(locality)] * 4, text
+    assert tvm_compat.PREFETCH_LOCALITY_ANNOTATION not in text
+    _assert_computes_the_product(mod)
+    if platform.machine() in ("x86_64", "AMD64"):
+        target = tvm_compat.tvm().target.Target({"kind": "llvm"})
+        lib = tvm_compat.compile(mod, target, tvm_compat.register_tiles_pipeline())
+        asm = str(getattr(lib, "mod", lib).inspect_source("asm"))
+        assert ("prefetcht2" in asm) == (locality == 1) and ("prefetcht0" in asm) == (locality == 3)

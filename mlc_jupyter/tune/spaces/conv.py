@@ -18,9 +18,11 @@ way :mod:`.matmul` does for matmul:
 
 A Winograd kernel (a 3x3 stride-1 convolution the default build computes with Winograd,
 :mod:`mlc_jupyter.compilation.winograd`) gets that kernel's structure with its matrix products'
-register tile sampled (tiles among the divisors of a row of tiles, channel vectors, the unrolled
-run of the reduction) and its parallel jobs (one row of tiles or all of them, all the output
-channels or half), under the same register check.
+register tile sampled (tiles among the divisors of a row of tiles or spanning whole rows,
+channel vectors, the unrolled run of the reduction), its parallel jobs (one row of tiles or
+all of them, all the output channels or half) and, for a large transformed weight, the caches
+its next slice is prefetched into, under the same register check and one that rejects a
+register tile that does not divide its job's tiles.
 
 The default build's schedule is one point of this space (its trace replays here), so a model's
 tuning starts from it. This module imports TVM at import time; import it lazily.
@@ -41,9 +43,9 @@ from ...compilation.conv_schedule import (
     schedule_window,
     vector_unit,
 )
-from ...compilation.winograd import schedule_winograd, tile_of
+from ...compilation.winograd import sampled_fit, schedule_winograd, tile_of
 from ...tvm_compat import Schedule, metaschedule
-from .register_fit import TileFitsRegisters
+from .register_fit import SampledFit, TileFitsRegisters
 
 
 def design_spaces(unit: VectorUnit) -> Any:
@@ -107,9 +109,14 @@ def winograd_space_generator(mod: Any, target: Any) -> Any:
         return sch
 
     fits = partial(fits_registers, registers=unit.registers)
+    fits_job = partial(sampled_fit, mod["main"])
     return ms.space_generator.ScheduleFn(
         space,
         sch_rules=[],
-        postprocs=[*ms.postproc.Postproc.create("llvm"), TileFitsRegisters(fits)],
+        postprocs=[
+            *ms.postproc.Postproc.create("llvm"),
+            TileFitsRegisters(fits),
+            SampledFit(fits_job),
+        ],
         mutator_probs=ms.mutator.Mutator.create("llvm"),
     )

@@ -11,6 +11,7 @@ import pytest
 import torch
 from torch import nn
 
+from mlc_jupyter.compilation import winograd
 from mlc_jupyter.compilation.conv_schedule import (
     ORDERS,
     fits_registers,
@@ -175,3 +176,39 @@ def test_the_default_winograd_schedule_is_a_point_of_the_space(winograd_kernel, 
     (space,) = context.generate_design_space()
     kinds = [inst.kind.name for inst in space.trace.insts]
     assert kinds == [inst.kind.name for inst in replayed.trace.insts][: len(kinds)]
+
+
+def test_a_register_tile_across_rows_of_tiles_is_drawn_for_a_job_of_all_the_rows_only(target):
+    # a 7x7 layer's four tiles a row: the space's register tile may span two rows of tiles, a
+    # draw that gives it a job of one row (a guarded, half-empty tile) is refused before it is
+    # built; one with a job of all the rows computes the convolution
+    torch.manual_seed(0)
+    block = nn.Sequential(nn.Conv2d(32, 32, 3, 1, 1), nn.ReLU()).eval()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(winograd, "TILE_FROM", {4: 28, 2: 7})
+        mod = _named(_fused_kernels(block, 32, 7, target), "fused_conv2d_winograd")
+    unit = vector_unit(target)
+    assert winograd.choices(mod["main"], unit.lanes).rows[-1] == 8
+    context = metaschedule().TuneContext(
+        mod=mod,
+        target=target,
+        space_generator=winograd_space_generator(mod, target),
+        task_name="main",
+    )
+    rng = np.random.default_rng(2)
+    shapes = [[int(d) for d in b.shape] for b in param_buffers(mod["main"])]
+    inputs = [rng.uniform(-1, 1, size=s).astype("float32") for s in shapes[:-1]]
+    default = Schedule(mod)
+    schedule_winograd(
+        default, unit.lanes, rule_decisions_for(mod["main"], unit.lanes, unit.registers, 2)
+    )
+    expected = _run(default.mod, target, inputs, shapes[-1])
+    accepted = {}
+    for block_rows in (1, 4):
+        sch = Schedule(mod)
+        schedule_winograd(sch, unit.lanes, winograd.Decisions(8, 1, 1, block_rows, 1))
+        accepted[block_rows] = all(p.apply(sch) for p in context.space_generator.postprocs)
+        if accepted[block_rows]:
+            got = _run(sch.mod, target, inputs, shapes[-1])
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    assert accepted == {1: False, 4: True}
