@@ -404,7 +404,7 @@ def prefetch_weight(sch: Any, block: Any, loop: Any, picks: list[int]) -> bool:
     output) index, where it has more than :data:`PREFETCH_FROM_BYTES`. As the matrix product's
     micro-kernel does (:mod:`~mlc_jupyter.tvm_compat.prefetch`): a batch-1 model reads a large
     weight from memory at every call, and its panels arrive while the loops over the current one
-    compute. Whether it did."""
+    compute. Returns whether it annotated the loop."""
     stmt = sch.get(block)
     picking = [stmt.iter_vars[n].var for n in picks]
     weight = [

@@ -32,7 +32,7 @@ from .tensorir import (
 #: loops the weight's index takes (:func:`_plan`), so a tuning's mutated tile sizes need no new
 #: annotation.
 PREFETCH_ANNOTATION = "mlc_prefetch_next_panel"
-#: The loop annotation that sends its prefetches to other caches (one of :data:`PREFETCH_LOCALITIES`).
+#: The loop annotation that asks for other caches (one of :data:`PREFETCH_LOCALITIES`).
 PREFETCH_LOCALITY_ANNOTATION = "mlc_prefetch_locality"
 _PREFETCH_OP = "tirx.prefetch"
 #: ``llvm.prefetch``'s arguments after the address but the locality: a read, of data.
@@ -49,8 +49,8 @@ _CHILDREN = ("body", "seq", "then_case", "else_case", "block")
 def prefetch_next_panels(locality: int | None = None) -> Any:
     """A pass (on scheduled TensorIR, before lowering): each loop annotated with
     :data:`PREFETCH_ANNOTATION` starts its body with prefetches of the next panel's rows, into
-    the caches its :data:`PREFETCH_LOCALITY_ANNOTATION` names (else the first of :data:`PREFETCH_LOCALITIES`), or
-    every loop's into ``locality`` where given (a bench's race)."""
+    the caches its :data:`PREFETCH_LOCALITY_ANNOTATION` names (else the first locality of
+    :data:`PREFETCH_LOCALITIES`), or every loop's into ``locality`` where given (a bench's race)."""
     nodes = tir()
 
     def rewrite(func: Any, _mod: Any, _ctx: Any) -> Any:
