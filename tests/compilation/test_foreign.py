@@ -9,11 +9,21 @@ import json
 import pytest
 from foreign_support import add_one, poisoned_schedule
 
+from mlc_jupyter.compilation import winograd
 from mlc_jupyter.compilation.conv_schedule import VectorUnit
 from mlc_jupyter.compilation.foreign import check_module, check_trace
 from mlc_jupyter.compilation.matmul_schedule import schedule_matmul
 from mlc_jupyter.errors import ForeignCodeError
-from mlc_jupyter.tvm_compat import PREFETCH_ANNOTATION, Schedule, get_block, tvm
+from mlc_jupyter.trace.load import to_json_value
+from mlc_jupyter.tvm_compat import (
+    PREFETCH_ANNOTATION,
+    PREFETCH_LOCALITY_ANNOTATION,
+    Schedule,
+    apply_json_trace,
+    get_block,
+    structural_equal,
+    tvm,
+)
 
 
 def test_a_trace_that_imports_llvm_is_refused_with_its_step_as_object_json_and_text(tmp_path):
@@ -54,6 +64,28 @@ def test_a_record_of_a_product_with_a_weight_passes_with_its_prefetch_annotation
     assert PREFETCH_ANNOTATION in str(sch.trace)
     for trace in (sch.trace, sch.trace.as_json()):
         check_trace(trace, "line 1 of database_tuning_record.json")
+
+
+def test_a_record_of_a_small_layers_winograd_kernel_passes_with_the_caches_its_prefetch_names():
+    # a 7x7 layer's Winograd products prefetch their weight into the second-level cache (an
+    # annotation the tuning space samples); the records a tune writes must replay from its work
+    # dir, and the same step with another key is still refused
+    te = tvm().te
+    data = te.placeholder((1, 7, 7, 512), name="data")
+    weight = te.placeholder((4, 4, 512, 512), name="weight")
+    out = winograd.winograd_compute(data, weight, (1, 1, 1, 1), winograd.Plan(2))
+    mod = tvm().IRModule({"main": te.create_prim_func([data, weight, out])})
+    sch = Schedule(mod)
+    winograd.schedule_winograd(sch, 16, winograd.rule_decisions_for(mod["main"], 16, 32, 2))
+    text = json.dumps(to_json_value(sch.trace.as_json()))
+    assert f'"{PREFETCH_LOCALITY_ANNOTATION}"' in text
+    check_trace(text, "line 1 of database_tuning_record.json")
+    replayed = Schedule(mod)
+    apply_json_trace(json.loads(text), replayed)
+    assert structural_equal(replayed.mod, sch.mod)
+    poisoned = text.replace(f'"{PREFETCH_LOCALITY_ANNOTATION}"', '"pragma_import_llvm"')
+    with pytest.raises(ForeignCodeError, match="pragma_import_llvm"):
+        check_trace(poisoned, "line 1 of database_tuning_record.json")
 
 
 def test_a_module_from_a_file_that_links_or_calls_outside_code_is_refused(tmp_path):
