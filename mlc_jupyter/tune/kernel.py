@@ -24,7 +24,7 @@ from pathlib import Path
 from time import perf_counter
 from typing import Any
 
-from ..compilation import device_for, is_cuda, is_gpu_target
+from ..compilation import device_for, is_cpu, is_cuda, is_gpu_target
 from ..compilation.bounds import check_bounds
 from ..compilation.intrinsics import load_tensor_intrinsics
 from ..errors import TuneError, error_reason
@@ -170,7 +170,10 @@ def _tune_run(
     if stop_reason == "trials" and run.remaining > 0 and _short_of_budget(run, callback.done):
         stop_reason = "searched"
     result = _result(run, callback, shared, stop_reason, perf_counter() - start, baseline)
-    result = _peak_checked(result, run.target)
+    peak = checked_peak_gflops(
+        result.peak_gflops, result.best_gflops, run.target, "the tuned kernel"
+    )
+    result = dataclasses.replace(result, peak_gflops=peak)
     return _scalars_kept(result, original, bind) if bind else result
 
 
@@ -180,15 +183,16 @@ def _short_of_budget(run: _Run, records: int) -> bool:
     return run.budget.trials is None or records < run.budget.trials
 
 
-def _peak_checked(result: TuneResult, target: Any) -> TuneResult:
-    """The result against a peak measured again when the tuned kernel beat it (it read low)."""
-    limits = cached_machine_limits()
-    if not result.peak_gflops or limits is None or limits.is_gpu:
-        return result
+def checked_peak_gflops(
+    peak: float | None, gflops: float | None, target: Any, what: str
+) -> float | None:
+    """``peak``, measured again when ``what`` ran above it at ``gflops`` (no code beats the peak,
+    so it read low); a GPU's peak comes back as it is."""
+    if not peak or not gflops or not is_cpu(target):
+        return peak
     cores = target_cores(target)
-    limits = checked_against(limits, result.best_gflops, cores, "the tuned kernel")
-    peak = limits.peak(cores) if limits is not None else None
-    return dataclasses.replace(result, peak_gflops=peak) if peak else result
+    limits = checked_against(cached_machine_limits(), gflops, cores, what)
+    return (limits.peak(cores) if limits is not None else None) or peak
 
 
 def _scalars_kept(result: TuneResult, original: Any, bind: dict[str, Any]) -> TuneResult:

@@ -236,6 +236,19 @@ def test_the_result_says_how_far_it_is_from_this_machines_peak(first_run):
     assert 'aria-label="roofline chart"' in result_bundle(result)["text/html"]
 
 
+def test_a_gpu_kernels_peak_stays_the_gpus_however_far_it_outruns_this_cpu():
+    from mlc_jupyter.compilation import resolve_target
+    from mlc_jupyter.measure.machine import machine_limits
+    from mlc_jupyter.tune.kernel import checked_peak_gflops
+
+    cpu = machine_limits()  # this CPU's, measured or cached
+    cuda = resolve_target("cuda")  # no GPU needed: only its kind is read
+    # a tuned CUDA kernel far above this CPU's peak: its peak is the GPU's, left as it is
+    assert checked_peak_gflops(60000.0, 50000.0, cuda, "the tuned kernel") == 60000.0
+    assert machine_limits() == cpu  # and this CPU was not measured again for it
+    assert checked_peak_gflops(None, 50000.0, cuda, "the tuned kernel") is None
+
+
 def test_a_time_budget_ends_the_run_after_the_round_in_flight(tmp_path):
     from mlc_jupyter.tune import tune
 
