@@ -25,7 +25,9 @@ ResNet-18's default build (no tuning) at least as fast as eager; the default bui
 the best of ONNX Runtime, OpenVINO and inductor freezing on ResNet-18, MobileNet v1 and the encoder
 layer; a 30-minute tune at least 1.3x that best on ResNet-18 and MobileNet, and 1.15x its own
 default build. ``--tune none`` races the default builds only (minutes, not hours). The relations
-are printed from the in-turn medians (not timed asserts). For every model it prints where the
+are printed from the in-turn medians (not timed asserts), with the ratios no schedule of the
+default build's kernels can pass: their arithmetic at this machine's fp32 peak against the best
+runtime and the default build (a target above them needs fewer products). For every model it prints where the
 default build's time goes and, when tuned, where the tuned build's goes: each kernel's GFLOP/s,
 arithmetic intensity, whether it is memory- or compute-bound on this machine and its share of the
 roof over it, so the kernels still far from what the machine allows stand out.
@@ -191,6 +193,17 @@ def _ratio(slow: float | None, fast: float | None) -> str:
     return f"{slow / fast:.2f}x" if slow and fast else "-"
 
 
+def _at_peak(res: dict) -> tuple[float, float] | None:
+    """The seconds the default build's arithmetic (a Winograd layer's products as it computes
+    them) takes at this machine's fp32 peak, and that peak, where the peak bounds it: what no
+    schedule of the same kernels beats, so a target above it needs fewer products."""
+    report = res["report"]
+    default = next((t for t in report.timings if t.name == "tvm_default"), None)
+    peak = report.bounding_peak(default) if default else None
+    work = (default.arithmetic_flops or default.flops) if default else None
+    return (work / (peak * 1e9), peak) if peak and work else None
+
+
 def print_results(results: list[dict]) -> None:
     print("\nsummary (median of the in-turn samples; ratios: the other's time over TVM's)")
     head = (
@@ -239,6 +252,14 @@ def print_results(results: list[dict]) -> None:
                 print(f"{res['name']}: the tuner kept the default build (its tuned model timed "
                       "slower), so 'TVM tuned' is the default build timed again: the two rows "
                       "differ by the host's noise, not by tuning")  # fmt: skip
+        floor = _at_peak(res)
+        if floor and default:
+            seconds, peak = floor
+            best = min(timed)[0] if timed else None
+            than_best = f"{best / seconds:.2f}x the best runtime or " if best else ""
+            print(f"{res['name']}: at the fp32 peak ({peak:.0f} GFLOP/s) the default build's "
+                  f"arithmetic takes {_ms(seconds)}: no schedule of its kernels passes "
+                  f"{than_best}{default / seconds:.2f}x the default build")  # fmt: skip
     for res in results:
         for t in res["report"].timings:
             if t.error:

@@ -397,6 +397,28 @@ def _search_best(result: TuneResult) -> float | None:
     return min(ends) if len(ends) == 1 else None
 
 
+def _model_peak_line(result: TuneResult) -> str:
+    """A whole model's arithmetic as a share of the fp32 peak, default and tuned, and how much
+    faster the default build's kernels would be at the peak: what is left for a tune to find
+    (a model whose default build runs near the peak has little)."""
+    default = result.baseline_timing.arithmetic_gflops if result.baseline_timing else None
+    if result.kind != "model" or not result.peak_gflops or not default:
+        return ""
+    peak = result.peak_gflops
+    where = "this machine's" if is_cpu(result.target) else "the GPU's"
+    tuned = result.timing.arithmetic_gflops if result.kept == "tuned" and result.timing else None
+    also = f", the tuned one at {tuned / peak:.0%}" if tuned else ""
+    left = (
+        f"at the peak, the default build would run {peak / default:.2f}x faster"
+        if default < peak
+        else "the default build is at the peak already"
+    )
+    return (
+        f"  peak     the default build runs at {default / peak:.0%} of {where} fp32 peak "
+        f"({peak:.0f} GFLOP/s, on the products its kernels compute){also}: {left}"
+    )
+
+
 def result_text(result: TuneResult) -> str:
     """The summary a result prints: latencies, % of peak, why it stopped, where the work dir is."""
     speedup = _speedup_text(result)
@@ -439,6 +461,9 @@ def result_text(result: TuneResult) -> str:
         + (f" in {_duration(result.elapsed_s)}" if result.elapsed_s else "")
         + (" (earlier: records of runs before, default schedules)" if earlier else ""),
     ]
+    peak = _model_peak_line(result)
+    if peak:
+        lines.append(peak)
     spaces = sorted(set(result.spaces.values()))
     if spaces:
         lines.append(f"  space    {', '.join(spaces)}")

@@ -67,6 +67,16 @@ class TimingReport:
         peak = self.limits.peak(self.cores) if self.limits else None
         return timing.gflops / peak if peak and timing.gflops else None
 
+    def bounding_peak(self, timing: Timing) -> float | None:
+        """The fp32 peak where it is what bounds ``timing``: at the intensity of the arithmetic
+        its kernels do, the roof is the peak, not the memory's bandwidth (``None`` otherwise)."""
+        peak = self.limits.peak(self.cores) if self.limits else None
+        work = timing.arithmetic_flops or timing.flops
+        if not peak or not work or not timing.bytes or self.limits is None:
+            return None
+        roof = self.limits.roof(work / timing.bytes, self.cores)
+        return peak if roof is not None and roof >= peak else None
+
     def __getitem__(self, name: str) -> Timing:
         for timing in self.timings:
             if timing.name == name:

@@ -90,7 +90,8 @@ class TuneResult:
     ``stop_reason`` says why the run ended: ``trials``, ``time``, ``converged``, ``interrupted``
     or ``searched`` (MetaSchedule found no candidate it had not measured, budget left);
     ``spaces`` names each task's search space; ``peak_gflops`` is this machine's fp32 peak for
-    the target's cores (``None`` when unknown) and ``bytes`` what the kernel's arguments hold.
+    the target's cores (``None`` when unknown; for a whole model, also when the memory's
+    bandwidth bounds its default build instead) and ``bytes`` what the kernel's arguments hold.
     """
 
     workload: Any

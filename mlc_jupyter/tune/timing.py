@@ -42,6 +42,7 @@ __all__ = [
     "COMPARE_ROUNDS",
     "KEEP_MARGIN",
     "KernelSamplers",
+    "ModelTimings",
     "ModelVerdict",
     "Sampler",
     "baseline_timing",
@@ -237,14 +238,27 @@ def clearly_faster(new_s: float | None, old_s: float | None) -> bool:
 
 
 @dataclass(frozen=True)
+class ModelTimings:
+    """The default and the tuned model timed in turns (``Timing``\\ s, ``None`` when the model
+    cannot run here), and the fp32 peak that bounds the default build (``None`` when unknown:
+    on an RPC server, on other data; or when the memory's bandwidth bounds it instead)."""
+
+    default: Any
+    tuned: Any
+    peak_gflops: float | None = None
+
+
+@dataclass(frozen=True)
 class ModelVerdict:
     """The default and the tuned model timed in turns (``Timing``\\ s, ``None`` when the model
-    cannot run here), whether the default build is kept, and why (``notes``)."""
+    cannot run here), whether the default build is kept, and why (``notes``); ``peak_gflops``
+    as :class:`ModelTimings` has it."""
 
     default: Any
     tuned: Any
     keep_default: bool = False
     notes: tuple[str, ...] = ()
+    peak_gflops: float | None = None
 
 
 def _ms(seconds: float) -> str:
@@ -266,7 +280,7 @@ def _measurably_slower(default: Any, tuned: Any) -> bool:
 
 
 def final_model_timing(
-    time_both: Callable[[], tuple[Any, Any]],
+    time_both: Callable[[], ModelTimings],
     expected_gain_s: float,
     may_retime: Callable[[float], bool] = lambda _seconds: True,
 ) -> ModelVerdict:
@@ -281,23 +295,24 @@ def final_model_timing(
     their work dirs).
     """
     started = time.perf_counter()
-    default, tuned = time_both()
+    timed = time_both()
     notes: list[str] = []
+    retime = may_retime(time.perf_counter() - started)
+    if retime and _slower_than_kernels_say(timed.default, timed.tuned, expected_gain_s):
+        timed = time_both()
+    default, tuned, peak = timed.default, timed.tuned, timed.peak_gflops
     if _slower_than_kernels_say(default, tuned, expected_gain_s):
-        if may_retime(time.perf_counter() - started):
-            default, tuned = time_both()
-        if _slower_than_kernels_say(default, tuned, expected_gain_s):
-            notes.append(
-                f"its kernels timed {_ms(expected_gain_s)} a call faster in turns, yet the whole "
-                f"tuned model timed slower than the default build ({_ms(tuned.median_s)} "
-                f"against {_ms(default.median_s)}): what the kernels gain is lost around them "
-                "here (their layouts, the VM, or a machine busy while the models ran)"
-            )
+        notes.append(
+            f"its kernels timed {_ms(expected_gain_s)} a call faster in turns, yet the whole "
+            f"tuned model timed slower than the default build ({_ms(tuned.median_s)} "
+            f"against {_ms(default.median_s)}): what the kernels gain is lost around them "
+            "here (their layouts, the VM, or a machine busy while the models ran)"
+        )
     if _measurably_slower(default, tuned):
         notes.append(
             f"kept the default build: the tuned model timed slower ({_ms(tuned.median_s)} "
             f"±{tuned.spread:.0%} against {_ms(default.median_s)} ±{default.spread:.0%}, in "
             "turns); the tuned kernels' records stay in their work dirs for a later run"
         )
-        return ModelVerdict(default, tuned, True, tuple(notes))
-    return ModelVerdict(default, tuned, False, tuple(notes))
+        return ModelVerdict(default, tuned, True, tuple(notes), peak)
+    return ModelVerdict(default, tuned, False, tuple(notes), peak)

@@ -72,7 +72,7 @@ from .model_tasks import TasksOutcome, TaskStart, kernel_dir, tune_groups
 from .options import SearchOptions, tuning_target, work_dir_for
 from .records import KERNEL_DIRS_FILE, write_kernel_dirs
 from .report import ModelTask, TuneResult
-from .timing import final_model_timing
+from .timing import ModelTimings, final_model_timing
 from .variants import join_variants
 from .winograd_layers import way_name, ways_not_taken
 from .work_lock import hold_work_dir, waiting_progress
@@ -189,6 +189,7 @@ def _tune_model(
         stop_reason="interrupted" if out.interrupted else out.stop_reason,
         timing=shown,
         baseline_timing=verdict.default,
+        peak_gflops=verdict.peak_gflops,
         kept="default build" if verdict.keep_default else "tuned",
         time_budget_s=budget.time_s,
         model_tasks=tuple(sorted(out.rows, key=lambda r: -r.share)),
@@ -260,7 +261,8 @@ def _tune_other_ways(
     out.notes += extra.notes
     taken = {a: out.chosen[o] for a, o in other.same.items() if o in out.chosen}
     other_mod = _assemble(other.prepared, {**taken, **extra.chosen})
-    planned_t, other_t = _time_models(planned, other_mod, origin, run.target, search.rpc)
+    both = _time_models(planned, other_mod, origin, run.target, search.rpc)
+    planned_t, other_t = both.default, both.tuned
     tiles = {c.key: c.tile for c in plan.layers}
     ways = "; ".join(
         f"{key}: {way_name(tiles[key])} or {way_name(way)}"
@@ -330,9 +332,9 @@ def _assemble(prepared: Any, chosen: dict[str, Any]) -> Any:
     return out
 
 
-def _time_models(default: Any, tuned: Any, origin: Any, target: Any, rpc: Any) -> tuple[Any, Any]:
-    """The default and the tuned model's ``Timing``\\ s, timed in turns (``None`` when the
-    model cannot run here)."""
+def _time_models(default: Any, tuned: Any, origin: Any, target: Any, rpc: Any) -> ModelTimings:
+    """The default and the tuned model timed in turns, as ``%mlc_time`` races them, with the
+    fp32 peak where it bounds the default build."""
     variants = {
         "default": _variant(default, origin, target),
         "tuned": _variant(tuned, origin, target),
@@ -340,8 +342,8 @@ def _time_models(default: Any, tuned: Any, origin: Any, target: Any, rpc: Any) -
     try:
         report = time_functions(variants, target, baselines=False, rpc=rpc)
     except MLCError:
-        return None, None
-    return report["default"], report["tuned"]
+        return ModelTimings(None, None)
+    return ModelTimings(report["default"], report["tuned"], report.bounding_peak(report["default"]))
 
 
 def _kernels_gain_s(rows: list[ModelTask]) -> float:

@@ -208,6 +208,40 @@ def test_a_model_whose_tuned_build_timed_slower_keeps_the_default_and_says_so():
     assert not re.search(r"tuned\s+[\d.]+ (us|ms)", text)  # no tuned latency reads as the result
 
 
+def _model_timing(median: float, flops: float, arithmetic: float | None = None):
+    from mlc_jupyter.measure.timer import Timing
+
+    runs = (median * 0.99, median, median * 1.01)
+    return Timing(
+        "t", median, median, median * 0.01, median * 0.99, 3, results_s=runs,
+        gflops=flops / median / 1e9, flops=flops, arithmetic_flops=arithmetic,
+    )  # fmt: skip
+
+
+def test_a_model_result_says_how_much_of_the_peak_its_default_build_leaves_to_a_tune():
+    # a MobileNet-like default near the peak: a tune has little left to find, and says so
+    near = TuneResult(
+        workload=None, mod=None, trace=None, best_latency_s=5.9e-3, baseline_latency_s=6e-3,
+        target="llvm", work_dir="/w", n_records=8, kind="model", peak_gflops=230.0,
+        timing=_model_timing(5.9e-3, 1.2e9), baseline_timing=_model_timing(6e-3, 1.2e9),
+    )  # fmt: skip
+    assert (
+        "  peak     the default build runs at 87% of this machine's fp32 peak (230 GFLOP/s, on the "
+        "products its kernels compute), the tuned one at 88%: at the peak, the default build "
+        "would run 1.15x faster" in result_text(near)
+    )
+    # Winograd layers compute fewer products than the convolution as written: the share is of
+    # those products, never above the peak on FLOPs the kernels do not compute
+    winograd = dataclasses.replace(
+        near, kept="default build", baseline_timing=_model_timing(12e-3, 3.6e9, 2.2e9)
+    )
+    text = result_text(winograd)
+    assert "the default build runs at 80% of this machine's fp32 peak" in text
+    assert "the tuned one" not in text  # the default build is the result
+    # no peak known (another device, other data, an RPC server): no line
+    assert "  peak " not in result_text(dataclasses.replace(near, peak_gflops=None))
+
+
 def test_a_model_result_says_how_its_kernels_were_timed():
     from mlc_jupyter.tune import ModelTask
 

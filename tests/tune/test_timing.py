@@ -36,13 +36,13 @@ def _model_timing(median: float, std: float):
 
 
 def test_a_model_timed_slower_than_its_kernels_say_is_timed_again_and_kept_default_if_still():
-    from mlc_jupyter.tune.timing import final_model_timing
+    from mlc_jupyter.tune.timing import ModelTimings, final_model_timing
 
     calls = []
 
     def slower_twice():  # the ResNet-18 of issue 34: kernels 0.3 ms faster, the model 2 ms slower
         calls.append(1)
-        return _model_timing(18.95e-3, 0.2e-3), _model_timing(20.996e-3, 0.2e-3)
+        return ModelTimings(_model_timing(18.95e-3, 0.2e-3), _model_timing(20.996e-3, 0.2e-3))
 
     verdict = final_model_timing(slower_twice, expected_gain_s=0.3e-3)
     assert len(calls) == 2 and verdict.keep_default
@@ -51,36 +51,36 @@ def test_a_model_timed_slower_than_its_kernels_say_is_timed_again_and_kept_defau
 
 
 def test_a_busy_spell_that_passes_keeps_the_tuned_model_without_a_note():
-    from mlc_jupyter.tune.timing import final_model_timing
+    from mlc_jupyter.tune.timing import ModelTimings, final_model_timing
 
-    runs = iter([(_model_timing(19e-3, 0.2e-3), _model_timing(21e-3, 0.2e-3)),
-                 (_model_timing(19e-3, 0.2e-3), _model_timing(18.6e-3, 0.2e-3))])  # fmt: skip
+    runs = iter([ModelTimings(_model_timing(19e-3, 0.2e-3), _model_timing(21e-3, 0.2e-3)),
+                 ModelTimings(_model_timing(19e-3, 0.2e-3), _model_timing(18.6e-3, 0.2e-3))])  # fmt: skip
     verdict = final_model_timing(lambda: next(runs), expected_gain_s=0.3e-3)
     assert not verdict.keep_default and verdict.notes == ()
     assert verdict.tuned.median_s == 18.6e-3
 
 
 def test_within_the_spread_the_tuned_model_stays_and_nothing_is_timed_again():
-    from mlc_jupyter.tune.timing import final_model_timing
+    from mlc_jupyter.tune.timing import ModelTimings, final_model_timing
 
     calls = []
 
     def close():
         calls.append(1)
-        return _model_timing(19e-3, 1e-3), _model_timing(19.5e-3, 1e-3)
+        return ModelTimings(_model_timing(19e-3, 1e-3), _model_timing(19.5e-3, 1e-3))
 
     verdict = final_model_timing(close, expected_gain_s=0.0)  # no kernel was kept tuned
     assert len(calls) == 1 and not verdict.keep_default and verdict.notes == ()
 
 
 def test_without_time_for_a_second_timing_the_contradiction_is_said_at_once():
-    from mlc_jupyter.tune.timing import final_model_timing
+    from mlc_jupyter.tune.timing import ModelTimings, final_model_timing
 
     calls = []
 
     def slower():
         calls.append(1)
-        return _model_timing(19e-3, 0.1e-3), _model_timing(19.5e-3, 0.1e-3)
+        return ModelTimings(_model_timing(19e-3, 0.1e-3), _model_timing(19.5e-3, 0.1e-3))
 
     verdict = final_model_timing(slower, expected_gain_s=0.3e-3, may_retime=lambda s: False)
     assert len(calls) == 1 and "yet the whole tuned model timed slower" in verdict.notes[0]

@@ -122,6 +122,27 @@ def test_every_kernel_is_a_task_tuned_in_order_of_its_share_of_the_latency(mlp_r
     np.testing.assert_allclose(out, model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
 
 
+def test_a_compute_bound_models_result_says_how_near_its_default_build_runs_to_the_peak(
+    tmp_path, mlp_run
+):
+    from mlc_jupyter.measure.machine import cached_machine_limits
+    from mlc_jupyter.tune.search.threads import target_cores
+
+    # a batch of 256 through a 256x256 layer: dozens of FLOPs a byte, so the peak bounds it
+    model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU()).eval()
+    imported = import_model(model, torch.randn(256, 256))
+    result = tune(imported, trials=8, per_iter=8, work_dir=tmp_path)
+    limits = cached_machine_limits()  # the final timing measured the machine, as %mlc_time does
+    assert result.peak_gflops == pytest.approx(limits.peak(target_cores(result.target)))
+    default = result.baseline_timing.arithmetic_gflops
+    line = next(ln for ln in result_text(result).splitlines() if ln.startswith("  peak "))
+    assert f"the default build runs at {default / result.peak_gflops:.0%} of this machine's" in line
+    assert f"would run {result.peak_gflops / default:.2f}x faster" in line
+    # batch 1 reads each weight once: the memory's bandwidth bounds it, not the peak: no line
+    memory_bound = mlp_run[3]
+    assert memory_bound.peak_gflops is None and "  peak " not in result_text(memory_bound)
+
+
 def test_running_the_same_tune_again_resumes_every_task(mlp_run):
     _, imported, work, first = mlp_run
     again = tune(imported, trials=48, per_iter=8, work_dir=work)
