@@ -129,6 +129,7 @@ def test_a_compute_bound_models_result_says_how_near_its_default_build_runs_to_t
     from mlc_jupyter.tune.search.threads import target_cores
 
     # a batch of 256 through a 256x256 layer: dozens of FLOPs a byte, so the peak bounds it
+    torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU()).eval()
     imported = import_model(model, torch.randn(256, 256))
     result = tune(imported, trials=8, per_iter=8, work_dir=tmp_path)
