@@ -43,6 +43,7 @@ from .timer import (
     let_threads_settle,
     model_inputs,
 )
+from .turns import Sampler, in_turns
 
 #: About how long a profile's samples take, at least one per kernel call (a slow model gets
 #: fewer samples than asked for).
@@ -205,6 +206,11 @@ def profile_kernels(
     hold for its whole switch interval, and for foreign thread pools still spinning after a
     PyTorch or NumPy reference. A small kernel's row then read ten times its real time.
 
+    The calls are sampled in turns, one sample of each per round: a slow spell of a shared
+    machine (another process taking a core for a few milliseconds) then costs every row one
+    sample, which the median drops, instead of every sample of the few kernels timed during it,
+    which read twice their time and looked like kernels at half their roof.
+
     Kernels are the build's compiled functions; the rest (the VM's own work, and inputs that come
     from memory inside the model) is the model's latency, timed as a whole, minus the kernels'.
     """
@@ -238,14 +244,14 @@ def profile_kernels(
     let_threads_settle()  # a PyTorch or NumPy reference timed just before leaves spinning threads
     others = others_cpu_seconds()
     clock = time.perf_counter()
+    medians = in_turns(
+        [_call_sampler(built, symbol, call_args, device) for symbol, call_args in recorded], runs
+    )
     seconds: dict[str, float] = {}
     calls: dict[str, int] = {}
-    for symbol, call_args in recorded:
-        # the cache flush reads every argument but the first as a tensor (not a scalar)
-        cold = is_cpu(built.target) and all(isinstance(a, tensor_type()) for a in call_args)
-        timer = kernel_timer(kernel_library(built.executable, symbol), symbol, device, runs, cold)
+    for (symbol, _), median in zip(recorded, medians, strict=True):
         kernel = symbol.removesuffix(PACKED_SUFFIX)
-        seconds[kernel] = seconds.get(kernel, 0.0) + float(timer(*call_args).median)
+        seconds[kernel] = seconds.get(kernel, 0.0) + median
         calls[kernel] = calls.get(kernel, 0) + 1
     repeat = 3 if once * 3 < PROFILE_BUDGET_S else 1
     total = relax_vm(built).time_evaluator(sig.name, device, number=1, repeat=repeat)(*tensors)
@@ -282,6 +288,14 @@ def profile_kernels(
         limits_measured=limits.measured() if limits else "",
         others_share=busy / elapsed if busy is not None and elapsed > 0 else None,
     )
+
+
+def _call_sampler(built: Built, symbol: str, call_args: tuple[Any, ...], device: Any) -> Sampler:
+    """One sample of one recorded kernel call on its own arguments, by TVM's timer."""
+    # the cache flush reads every argument but the first as a tensor (not a scalar)
+    cold = is_cpu(built.target) and all(isinstance(a, tensor_type()) for a in call_args)
+    timer = kernel_timer(kernel_library(built.executable, symbol), symbol, device, 1, cold)
+    return lambda: float(timer(*call_args).median)
 
 
 def builds_relax_module(variant: Any, target: Any = None) -> bool:

@@ -79,6 +79,32 @@ def test_each_kernel_call_of_the_model_is_one_row_call_counted_once(separable_bl
     assert profile.beyond_kernels_s == pytest.approx(max(0.0, profile.total_s - profile.kernel_s))
 
 
+def test_the_kernel_calls_are_sampled_in_turns(separable_block, monkeypatch):
+    # A slow spell of a shared machine (a core taken for a few milliseconds) used to fall on
+    # every sample of the few kernels timed during it, and a kernel at its roof read half of
+    # it. In turns, each round samples every call once, so the spell costs each row one sample.
+    from mlc_jupyter.measure import profile
+
+    sampled: list[str] = []
+    real = profile.kernel_timer
+
+    def spy(library, symbol, device, repeat, cold):
+        timer = real(library, symbol, device, repeat, cold)
+
+        def sample(*args):
+            sampled.append(symbol)
+            return timer(*args)
+
+        return sample
+
+    monkeypatch.setattr(profile, "kernel_timer", spy)
+    result = profile_kernels(separable_block, runs=3)
+    calls = sum(k.calls for k in result.kernels)
+    first_round = sampled[:calls]
+    assert sampled == first_round * 3  # each round: every call once, in the model's order
+    assert len(set(first_round)) > 1
+
+
 def test_a_build_compiled_in_parts_gets_a_row_for_the_kernels_of_every_part(separable_block):
     from mlc_jupyter.compilation.cached_build import fresh_build
 
