@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import html
 import math
+import re
+import textwrap
+from itertools import groupby
 from typing import Any
 
 from ..compilation.targets import is_cpu
@@ -16,6 +19,61 @@ _BOX = (
     "font-family: var(--jp-code-font-family, monospace); font-size: 12px; "
     "color: var(--jp-content-font-color1, inherit); padding: 4px 0"
 )
+
+
+#: The result's plain text wraps its labelled lines and notes at this many characters, under the
+#: label's text (its HTML wraps them at the output's width, the same way).
+TEXT_WIDTH = 100
+#: A labelled line in HTML: wrapped at the output's width, its continuation under the label's text.
+_HANGING = (
+    "margin: 0; white-space: pre-wrap; overflow-wrap: break-word; "
+    "padding-left: {indent}ch; text-indent: -{indent}ch"
+)
+
+#: A result's lines, each with whether it is a table row (which keeps its columns, unwrapped).
+Rows = list[tuple[str, bool]]
+
+
+def _label_width(line: str) -> int:
+    """Where a labelled line's text starts (``  label    text``, ``  note: text``)."""
+    label = re.match(r" *\S+ +", line)
+    return label.end() if label else 0
+
+
+def _wrapped(line: str) -> str:
+    """A labelled line wrapped to :data:`TEXT_WIDTH`, its continuation under the label's text."""
+    if len(line) <= TEXT_WIDTH:
+        return line
+    return textwrap.fill(
+        line,
+        TEXT_WIDTH,
+        subsequent_indent=" " * _label_width(line),
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+def _rows_text(rows: Rows) -> str:
+    """The lines as plain text: labelled ones wrapped (:func:`_wrapped`), a table's rows not."""
+    return "\n".join(line if is_table else _wrapped(line) for line, is_table in rows)
+
+
+def _rows_html(rows: Rows) -> str:
+    """Each labelled line a block wrapped at the output's width under its label's text; a
+    table's rows one block that keeps its columns and scrolls."""
+    parts: list[str] = []
+    for is_table, group in groupby(rows, key=lambda row: row[1]):
+        lines = [line for line, _ in group]
+        if is_table:
+            columns = html.escape("\n".join(lines))
+            parts.append(f'<pre style="{PLAIN_PRE}">{columns}</pre>')
+        else:
+            parts += [
+                f'<div style="{_HANGING.format(indent=_label_width(line))}">'
+                f"{html.escape(line) or '&nbsp;'}</div>"
+                for line in lines
+            ]
+    return "".join(parts)
 
 
 def _latency(seconds: float | None) -> str:
@@ -421,6 +479,11 @@ def _model_peak_line(result: TuneResult) -> str:
 
 def result_text(result: TuneResult) -> str:
     """The summary a result prints: latencies, % of peak, why it stopped, where the work dir is."""
+    return _rows_text(_result_rows(result))
+
+
+def _result_rows(result: TuneResult) -> Rows:
+    """The result's lines (:func:`result_text`), unwrapped."""
     speedup = _speedup_text(result)
     reason = result.stop_reason or ("interrupted" if result.interrupted else "")
     stopped = _STOPPED.get(reason, reason)
@@ -483,6 +546,7 @@ def result_text(result: TuneResult) -> str:
             else ""
         )
         lines.append(f"  measured on {_rpc_devices(result.rpc_devices)} {result.rpc}{lost}")
+    table: list[str] = []  # the per-kernel table: its rows keep their columns
     if result.model_tasks:
         if result.phases:
             lines.append(
@@ -499,17 +563,21 @@ def result_text(result: TuneResult) -> str:
             "  kernels  default and tuned: each kernel per call, timed in turns on the same "
             f"buffers{cold} (a progress line's 'best candidate' is the search's own timing)"
         )
-        lines += ["  " + line for line in _aligned(model_task_rows(result))]
-    lines += [f"  note: {note}" for note in result.notes]
+        table = ["  " + line for line in _aligned(model_task_rows(result))]
+    after = [f"  note: {note}" for note in result.notes]
     limits = cached_machine_limits() if result.peak_gflops else None
     points = _roofline_points(result)
     if limits is not None and points:
-        lines.append(roofline_text(points, limits, _cores(result)))
-    return "\n".join(lines)
+        after += roofline_text(points, limits, _cores(result)).splitlines()
+    return (
+        [(line, False) for line in lines]
+        + [(row, True) for row in table]
+        + [(line, False) for line in after]
+    )
 
 
 def result_bundle(result: TuneResult) -> dict[str, str]:
-    text = result_text(result)
+    rows = _result_rows(result)
     peak_s = (
         result.flop / (result.peak_gflops * 1e9)
         if result.flop and result.peak_gflops and result.kind != "model"
@@ -521,7 +589,7 @@ def result_bundle(result: TuneResult) -> dict[str, str]:
     points = _roofline_points(result)
     roof = roofline_svg(points, limits, _cores(result)) if limits is not None and points else ""
     return {
-        "text/html": f'<div style="{_BOX}"><pre style="{PLAIN_PRE}">{html.escape(text)}</pre>'
+        "text/html": f'<div style="{_BOX}">{_rows_html(rows)}'
         f'<div style="display: flex; gap: 12px; align-items: flex-start">{svg}{roof}</div></div>',
-        "text/plain": text,
+        "text/plain": _rows_text(rows),
     }

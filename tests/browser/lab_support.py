@@ -174,5 +174,10 @@ ROOFLINE_LABELS_JS = r"""(root) => {
 }"""
 
 #: Tuning curves' texts that read zero (``0.0 us``): a tick or a label in a unit too large.
+#: The text of the lines of a tuning result that run past the output's width (a labelled line
+#: wraps under its label; only the per-kernel table, in its own ``pre``, may scroll).
+OVERFLOWING_LINES_JS = r"""(root) => [...root.querySelectorAll('div[style*="text-indent"]')]
+  .filter(d => d.scrollWidth > d.clientWidth + 1).map(d => d.textContent)"""
+
 ZERO_TICKS_JS = r"""(root) => [...root.querySelectorAll('svg.mlc-tune-curve text')]
   .map(t => t.textContent).filter(t => /(^|[^\d.])0\.0+(\s|$)/.test(t))"""

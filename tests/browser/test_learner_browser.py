@@ -15,12 +15,14 @@ from collections.abc import Iterator
 
 import pytest
 from lab_support import (
+    OVERFLOWING_LINES_JS,
     ROOFLINE_LABELS_JS,
     SPLIT_TOKENS_JS,
     ZERO_TICKS_JS,
     screenshot,
     wait_kernel_idle,
 )
+from text_support import unwrapped
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -129,13 +131,15 @@ def test_tuning_curves_never_read_zero_and_numbers_say_what_they_measured(notebo
     assert zeros == [], zeros
     for source in ("%mlc_tune mlp_relax", "%mlc_tune MyModuleMixture", "%mlc_tune resnet_relax"):
         output = _cell_output(page, source)
-        text = output.inner_text()
+        text = unwrapped(output.inner_text())
         # the progress figure is the search's own, the result's are timed in turns: each says so
         progress = re.findall(r"\] \d+(?:/\d+)? trials.*?, best (\S+ \S+)", text)
         assert progress and all(p.startswith("candidate") for p in progress), source
         assert "the whole model timed in turns with the default build" in text, source
         assert "kernels  default and tuned: each kernel per call, timed in turns" in text
         assert re.search(r"speed-up (\d+\.\d+x|no measurable change|none: the default)", text)
+        # its lines wrap at the output's width, under their labels: none scrolls out of view
+        assert output.evaluate(OVERFLOWING_LINES_JS) == [], source
     screenshot(_cell_output(page, "%mlc_tune MyModuleMixture"), f"learner_small_curve_{width}")
     screenshot(_cell_output(page, "%mlc_tune resnet_relax"), f"learner_resnet18_tune_{width}")
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from text_support import unwrapped
+
 from mlc_jupyter.display.tune import progress_bundle, progress_text, result_bundle, result_text
 from mlc_jupyter.tune.report import TuneProgress, TuneResult
 
@@ -37,7 +39,7 @@ def test_a_result_summary_reads_latencies_speed_up_and_where_the_records_are():
         target=None, work_dir="/work/dir", n_records=64, trials_new=56, resumed_from=8,
         flop=2 * 128**3, interrupted=True, rpc="127.0.0.1:9190:local",
     )  # fmt: skip
-    text = result_text(result)
+    text = unwrapped(result_text(result))
     assert text.splitlines()[0] == "TuneResult (tir, 64 trials, interrupted)"
     assert "speed-up 4.00x" in text and "trials   64 (56 new, 8 earlier)" in text
     assert "work dir /work/dir" in text and "measured on RPC devices 127.0.0.1:9190:local" in text
@@ -64,7 +66,7 @@ def test_a_result_says_why_it_stopped_its_space_and_its_share_of_peak():
         target=None, work_dir="/work/dir", n_records=300, trials_new=300, flop=2 * 128**3,
         stop_reason="converged", spaces={"main": "matmul"}, peak_gflops=10.0, elapsed_s=200.0,
     )  # fmt: skip
-    text = result_text(result)
+    text = unwrapped(result_text(result))
     assert text.splitlines()[0] == "TuneResult (tir, 300 trials, search converged)"
     assert "(4.2 GFLOP/s, 42% of peak)" in text and "space    matmul" in text
     assert "trials   300 new in 3m20s" in text
@@ -90,7 +92,7 @@ def test_a_gpu_tune_says_which_compiler_built_its_candidates():
         workload=None, mod=None, trace=None, best_latency_s=1e-5, baseline_latency_s=None,
         target=None, work_dir="/work/dir", n_records=64, compiler="nvcc",
     )  # fmt: skip
-    assert "  compiler nvcc" in result_text(result).splitlines()
+    assert "  compiler nvcc" in unwrapped(result_text(result)).splitlines()
 
 
 def test_a_whole_model_table_shows_where_the_time_went_and_which_kernels_shared_a_tuning():
@@ -108,7 +110,7 @@ def test_a_whole_model_table_shows_where_the_time_went_and_which_kernels_shared_
         kind="model", model_tasks=rows, time_budget_s=120.0,
         phases={"plan": 5.0, "tasks": 90.0, "final": 10.0},
     )  # fmt: skip
-    text = result_text(result)
+    text = unwrapped(result_text(result))
     assert "time     plan 5s, tasks 1m30s, final 10s of 2m" in text
     head, lead, other, pool = (line.split() for line in text.splitlines()[-4:])
     # the key columns first: a narrow output shows them before it scrolls
@@ -166,7 +168,7 @@ def test_the_result_curve_shows_the_kernel_before_tuning_and_says_which_timing_i
         target=None, work_dir="/work/dir", n_records=32, trials_new=32, flop=2 * 784 * 128,
         curves={"linear0": ((8, 9.7e-6), (16, 8.3e-6), (32, 8.1e-6))},
     )  # fmt: skip
-    text = result_text(result)
+    text = unwrapped(result_text(result))
     assert "tuned    8.00 us" in text and "timed as %mlc_time times it" in text
     assert "search   best candidate 8.10 us as the tuner's runs timed it" in text
     svg = result_bundle(result)["text/html"]
@@ -186,12 +188,12 @@ def test_a_speed_up_inside_the_runs_spread_reads_no_measurable_change():
         baseline_latency_s=18.950e-3, target=None, work_dir="/w", n_records=16, kind="model",
         timing=_timing(20.996e-3, 2.5e-3), baseline_timing=_timing(18.950e-3, 1.5e-3),
     )  # fmt: skip
-    text = result_text(result)
+    text = unwrapped(result_text(result))
     assert "speed-up no measurable change (0.90x is within how much the runs vary)" in text
     assert "tuned    20.996 ms ±12%, the whole model timed in turns with the default build" in text
     assert "default  18.950 ms ±8%" in text
     clear = dataclasses.replace(result, timing=_timing(10e-3, 0.2e-3), best_latency_s=10e-3)
-    assert "speed-up 1.90x" in result_text(clear)
+    assert "speed-up 1.90x" in unwrapped(result_text(clear))
 
 
 def test_a_model_whose_tuned_build_timed_slower_keeps_the_default_and_says_so():
@@ -202,7 +204,7 @@ def test_a_model_whose_tuned_build_timed_slower_keeps_the_default_and_says_so():
         baseline_latency_s=18.950e-3, target=None, work_dir="/w", n_records=16, kind="model",
         timing=default, baseline_timing=default, kept="default build", notes=(note,),
     )  # fmt: skip
-    text = result_text(result)
+    text = unwrapped(result_text(result))
     assert "kept     the default build, 18.950 ms ±1%: the tuned model timed slower" in text
     assert "speed-up none: the default build is kept" in text and note in text
     assert not re.search(r"tuned\s+[\d.]+ (us|ms)", text)  # no tuned latency reads as the result
@@ -228,18 +230,18 @@ def test_a_model_result_says_how_much_of_the_peak_its_default_build_leaves_to_a_
     assert (
         "  peak     the default build runs at 87% of this machine's fp32 peak (230 GFLOP/s, on the "
         "products its kernels compute), the tuned one at 88%: at the peak, the default build "
-        "would run 1.15x faster" in result_text(near)
+        "would run 1.15x faster" in unwrapped(result_text(near))
     )
     # Winograd layers compute fewer products than the convolution as written: the share is of
     # those products, never above the peak on FLOPs the kernels do not compute
     winograd = dataclasses.replace(
         near, kept="default build", baseline_timing=_model_timing(12e-3, 3.6e9, 2.2e9)
     )
-    text = result_text(winograd)
+    text = unwrapped(result_text(winograd))
     assert "the default build runs at 80% of this machine's fp32 peak" in text
     assert "the tuned one" not in text  # the default build is the result
     # no peak known (another device, other data, an RPC server): no line
-    assert "  peak " not in result_text(dataclasses.replace(near, peak_gflops=None))
+    assert "  peak " not in unwrapped(result_text(dataclasses.replace(near, peak_gflops=None)))
 
 
 def test_a_model_result_says_how_its_kernels_were_timed():
@@ -250,4 +252,34 @@ def test_a_model_result_says_how_its_kernels_were_timed():
         target=None, work_dir="/w", n_records=8, kind="model",
         model_tasks=(ModelTask("k", 1, 1.0, 8, 2e-3, 1e-3, "tuned", seconds=3.0, new=8),),
     )  # fmt: skip
-    assert "kernels  default and tuned: each kernel per call, timed in turns" in result_text(result)
+    assert "kernels  default and tuned: each kernel per call, timed in turns" in unwrapped(
+        result_text(result)
+    )
+
+
+def test_a_model_result_wraps_its_long_lines_under_their_labels_and_keeps_its_table():
+    # the peak line and the kernels line ran past a 1400 px output and scrolled with it
+    from mlc_jupyter.display.tune import TEXT_WIDTH
+    from mlc_jupyter.tune import ModelTask
+
+    long_name = "fused_conv2d_add_relu_" + "x" * 100  # a table row is not wrapped
+    result = TuneResult(
+        workload=None, mod=None, trace=None, best_latency_s=5.9e-3, baseline_latency_s=6e-3,
+        target="llvm", work_dir="/w", n_records=8, kind="model", peak_gflops=230.0,
+        timing=_model_timing(5.9e-3, 1.2e9), baseline_timing=_model_timing(6e-3, 1.2e9),
+        model_tasks=(ModelTask(long_name, 1, 1.0, 8, 2e-3, 1e-3, "tuned", seconds=3.0, new=8),),
+        notes=("a note long enough to be wrapped, " * 5,),
+    )  # fmt: skip
+    lines = result_text(result).splitlines()
+    table = [line for line in lines if long_name in line or line.startswith("  kernel ")]
+    assert len(table) == 2 and all(len(line) > TEXT_WIDTH for line in table)  # its columns kept
+    assert all(len(line) <= TEXT_WIDTH for line in lines if line not in table)
+    peak = next(i for i, line in enumerate(lines) if line.startswith("  peak     "))
+    assert lines[peak + 1].startswith(" " * 11) and lines[peak + 1][11] != " "  # under its text
+    note = next(i for i, line in enumerate(lines) if line.startswith("  note: "))
+    assert lines[note + 1].startswith(" " * 8) and lines[note + 1][8] != " "
+    # in HTML each labelled line wraps at the output's width under its text; the table scrolls
+    page = result_bundle(result)["text/html"]
+    assert 'padding-left: 11ch; text-indent: -11ch">  peak     the default build runs' in page
+    assert 'padding-left: 8ch; text-indent: -8ch">  note: a note long' in page
+    assert long_name in re.search(r"<pre[^>]*>(.*?)</pre>", page, re.S).group(1)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from build_support import matmul
 from IPython.core.error import UsageError
+from text_support import unwrapped
 
 from mlc_jupyter.tune.report import TuneResult
 
@@ -85,7 +86,7 @@ def test_mlc_tune_bind_tunes_a_kernel_with_a_scalar_for_that_value(shell, tmp_pa
     )
     out = capsys.readouterr().out
     assert shell.user_ns["scale_tuned"].n_records == 8
-    assert "note: tuned for n = 3; the tuned kernel has this value written in" in out
+    assert "note: tuned for n = 3; the tuned kernel has this value written in" in unwrapped(out)
 
 
 def test_mlc_tune_bind_without_a_value_or_with_an_unknown_name_is_one_line(shell):
@@ -180,4 +181,5 @@ def test_mlc_tune_keeps_a_kernel_no_candidate_beats_and_says_so(shell, tmp_path,
     shell.run_line_magic("mlc_tune", f"add_one --trials 8 --per-iter 8 --work-dir {tmp_path}")
     out = capsys.readouterr().out
     assert shell.user_ns["add_one_tuned"].kept == "as written"
+    out = unwrapped(out)
     assert "kept     the kernel as written" in out and "slower than the kernel as written" in out

@@ -8,6 +8,7 @@ import warnings
 import pytest
 from build_support import matmul
 from rpc_support import KEY, SERVERS, free_port, local_tracker, wait_for_free
+from text_support import unwrapped
 
 from mlc_jupyter.errors import InsecureRPCWarning
 
@@ -33,7 +34,7 @@ def test_a_tune_over_rpc_measures_on_every_free_server_at_once(rpc_tracker, tmp_
     assert result.baseline_latency_s is not None  # both timed on the server, not here
     assert result.rpc_devices == 2  # one runner worker per free server under the key
     assert f"measured on 2 RPC devices at once (one candidate each) under {result.rpc}" in (
-        result_text(result)
+        unwrapped(result_text(result))
     )
     served = [p.read_text().count("load_module") - n for p, n in zip(paths, before, strict=True)]
     assert all(count >= 1 for count in served), served  # both servers measured candidates
@@ -63,7 +64,9 @@ def test_a_model_tuned_over_rpc_says_how_many_devices_measured(rpc_tracker, tmp_
     result = tune(parse(RELAX_MATMUL, "relax"), trials=8, per_iter=8, work_dir=tmp_path,
                   rpc=f"127.0.0.1:{port}:{KEY}")  # fmt: skip
     assert result.kind == "model" and result.rpc_devices == 2
-    assert "measured on 2 RPC devices at once (one candidate each)" in result_text(result)
+    assert "measured on 2 RPC devices at once (one candidate each)" in unwrapped(
+        result_text(result)
+    )
 
 
 def test_a_server_in_use_is_not_counted_so_no_device_measures_two_candidates_at_once(
@@ -184,5 +187,5 @@ def test_a_server_killed_while_it_measures_a_candidate_leaves_a_finished_tune(tm
     assert survivor_loads >= 4  # the survivor measured the rest
     assert result.baseline_latency_s is not None
     assert result.rpc_devices == 2 and result.rpc_lost == 1
-    text = result_text(result)
+    text = unwrapped(result_text(result))
     assert "1 lost during the run" in text, text

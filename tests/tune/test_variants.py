@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 from model_support import residual_block
+from text_support import unwrapped
 
 from mlc_jupyter.compilation import build_module
 from mlc_jupyter.compilation.default_schedule import prepare_model
@@ -93,7 +94,7 @@ def test_one_search_is_replayed_on_the_epilogue_variant(block, tmp_path):
     if replayed.kept == "tuned":  # kept in the variant's own database, for later builds
         records = read_database(Path(result.task_work_dirs[variant]))
         assert len(records.get_all_tuning_records()) == 1
-    text = result_text(result)
+    text = unwrapped(result_text(result))
     assert f"replayed on {variant}" in text and f"replays {lead.name}" in text
     x = torch.randn(1, 16, 16, 16, generator=torch.Generator().manual_seed(1))
     out = build_module(result)(x.numpy())

@@ -12,6 +12,7 @@ import pytest
 import torch
 from build_support import LISTINGS, parse
 from model_support import twin_mlp
+from text_support import unwrapped
 
 from mlc_jupyter.compilation import build_module
 from mlc_jupyter.display.tune import result_text
@@ -116,7 +117,9 @@ def test_every_kernel_is_a_task_tuned_in_order_of_its_share_of_the_latency(mlp_r
     assert result.model_tasks[0].trials > 0
     assert result.baseline_latency_s and result.best_latency_s
     # kept against the default as the model runs them: weights from memory, not the caches
-    assert "its weights flushed from the caches as the model leaves them" in result_text(result)
+    assert "its weights flushed from the caches as the model leaves them" in unwrapped(
+        result_text(result)
+    )
     x = torch.randn(1, 256, generator=torch.Generator().manual_seed(1))
     out = build_module(result)(x.numpy())
     np.testing.assert_allclose(out, model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
@@ -136,12 +139,16 @@ def test_a_compute_bound_models_result_says_how_near_its_default_build_runs_to_t
     limits = cached_machine_limits()  # the final timing measured the machine, as %mlc_time does
     assert result.peak_gflops == pytest.approx(limits.peak(target_cores(result.target)))
     default = result.baseline_timing.arithmetic_gflops
-    line = next(ln for ln in result_text(result).splitlines() if ln.startswith("  peak "))
+    line = next(
+        ln for ln in unwrapped(result_text(result)).splitlines() if ln.startswith("  peak ")
+    )
     assert f"the default build runs at {default / result.peak_gflops:.0%} of this machine's" in line
     assert f"would run {result.peak_gflops / default:.2f}x faster" in line
     # batch 1 reads each weight once: the memory's bandwidth bounds it, not the peak: no line
     memory_bound = mlp_run[3]
-    assert memory_bound.peak_gflops is None and "  peak " not in result_text(memory_bound)
+    assert memory_bound.peak_gflops is None and "  peak " not in unwrapped(
+        result_text(memory_bound)
+    )
 
 
 def test_running_the_same_tune_again_resumes_every_task(mlp_run):
