@@ -206,10 +206,12 @@ def profile_kernels(
     hold for its whole switch interval, and for foreign thread pools still spinning after a
     PyTorch or NumPy reference. A small kernel's row then read ten times its real time.
 
-    The calls are sampled in turns, one sample of each per round: a slow spell of a shared
-    machine (another process taking a core for a few milliseconds) then costs every row one
-    sample, which the median drops, instead of every sample of the few kernels timed during it,
-    which read twice their time and looked like kernels at half their roof.
+    The calls are sampled in turns, one sample of each per round, the whole model last in each
+    round: a slow spell of a shared machine (another process taking a core for a few
+    milliseconds) then costs every row one sample, which the median drops, instead of every
+    sample of the few kernels timed during it, which read twice their time and looked like
+    kernels at half their roof, or of the whole model, whose time beyond its kernels then read
+    as the VM's.
 
     Kernels are the build's compiled functions; the rest (the VM's own work, and inputs that come
     from memory inside the model) is the model's latency, timed as a whole, minus the kernels'.
@@ -244,8 +246,11 @@ def profile_kernels(
     let_threads_settle()  # a PyTorch or NumPy reference timed just before leaves spinning threads
     others = others_cpu_seconds()
     clock = time.perf_counter()
-    medians = in_turns(
-        [_call_sampler(built, symbol, call_args, device) for symbol, call_args in recorded], runs
+    whole = relax_vm(built).time_evaluator(sig.name, device, number=1, repeat=1)
+    *medians, total_s = in_turns(
+        [_call_sampler(built, symbol, call_args, device) for symbol, call_args in recorded]
+        + [lambda: float(whole(*tensors).median)],  # the whole model, in the same rounds
+        runs,
     )
     seconds: dict[str, float] = {}
     calls: dict[str, int] = {}
@@ -253,8 +258,6 @@ def profile_kernels(
         kernel = symbol.removesuffix(PACKED_SUFFIX)
         seconds[kernel] = seconds.get(kernel, 0.0) + median
         calls[kernel] = calls.get(kernel, 0) + 1
-    repeat = 3 if once * 3 < PROFILE_BUDGET_S else 1
-    total = relax_vm(built).time_evaluator(sig.name, device, number=1, repeat=repeat)(*tensors)
     busy = others()
     elapsed = time.perf_counter() - clock
     rows = [
@@ -268,7 +271,7 @@ def profile_kernels(
         for kernel, count in calls.items()
     ]
     rows.sort(key=lambda k: -k.seconds)
-    beyond = max(0.0, float(total.median) - sum(k.seconds for k in rows))
+    beyond = max(0.0, total_s - sum(k.seconds for k in rows))
     limits, no_roof = _limits(built)
     cores = 0 if limits is not None and limits.is_gpu else kernel_cores(built.target)
     fastest = max(rows, key=lambda k: k.gflops or 0.0, default=None)
@@ -278,7 +281,7 @@ def profile_kernels(
         name=name or "the model",
         kernels=tuple(rows),
         beyond_kernels_s=beyond,
-        total_s=float(total.median),
+        total_s=total_s,
         runs=runs,
         peak_gflops=limits.peak(cores) if limits else None,
         bandwidth_gbs=limits.bandwidth(cores) if limits else None,

@@ -79,30 +79,47 @@ def test_each_kernel_call_of_the_model_is_one_row_call_counted_once(separable_bl
     assert profile.beyond_kernels_s == pytest.approx(max(0.0, profile.total_s - profile.kernel_s))
 
 
-def test_the_kernel_calls_are_sampled_in_turns(separable_block, monkeypatch):
+def test_the_kernel_calls_and_the_whole_model_are_sampled_in_turns(separable_block, monkeypatch):
     # A slow spell of a shared machine (a core taken for a few milliseconds) used to fall on
     # every sample of the few kernels timed during it, and a kernel at its roof read half of
-    # it. In turns, each round samples every call once, so the spell costs each row one sample.
+    # it; or on the whole model's samples, timed after all the kernels, and its time beyond
+    # them read as the VM's. In turns, each round samples every call once and then the whole
+    # model, so the spell costs each row one sample.
     from mlc_jupyter.measure import profile
 
     sampled: list[str] = []
-    real = profile.kernel_timer
 
-    def spy(library, symbol, device, repeat, cold):
-        timer = real(library, symbol, device, repeat, cold)
-
+    def spy_on(timer, name):
         def sample(*args):
-            sampled.append(symbol)
+            sampled.append(name)
             return timer(*args)
 
         return sample
 
-    monkeypatch.setattr(profile, "kernel_timer", spy)
+    real_timer, real_vm = profile.kernel_timer, profile.relax_vm
+
+    class _Vm:  # the real VM; its whole-model evaluator records each sample
+        def __init__(self, built):
+            self._vm = real_vm(built)
+
+        def __getitem__(self, name):
+            return self._vm[name]
+
+        def set_instrument(self, func):
+            self._vm.set_instrument(func)
+
+        def time_evaluator(self, *args, **kwargs):
+            return spy_on(self._vm.time_evaluator(*args, **kwargs), "the whole model")
+
+    monkeypatch.setattr(
+        profile, "kernel_timer", lambda lib, symbol, *a: spy_on(real_timer(lib, symbol, *a), symbol)
+    )
+    monkeypatch.setattr(profile, "relax_vm", _Vm)
     result = profile_kernels(separable_block, runs=3)
     calls = sum(k.calls for k in result.kernels)
-    first_round = sampled[:calls]
+    first_round = sampled[: calls + 1]
     assert sampled == first_round * 3  # each round: every call once, in the model's order
-    assert len(set(first_round)) > 1
+    assert first_round[-1] == "the whole model" and len(set(first_round[:-1])) > 1
 
 
 def test_a_build_compiled_in_parts_gets_a_row_for_the_kernels_of_every_part(separable_block):
